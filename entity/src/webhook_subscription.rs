@@ -1,0 +1,24 @@
+//! Webhook subscriptions of an account.
+
+use crate::SubscriptionStatus;
+use sea_orm::entity::prelude::*;
+
+#[derive(Clone, Debug, PartialEq, DeriveEntityModel)]
+#[sea_orm(table_name = "webhook_subscriptions")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: Uuid,
+    pub account_id: Uuid,
+    pub target_url: String,
+    /// The HMAC signing secret. Kept as is because every delivery is signed with it.
+    pub secret: String,
+    pub status: SubscriptionStatus,
+    pub consecutive_failures: i32,
+    pub created_at: DateTimeUtc,
+    pub disabled_at: Option<DateTimeUtc>,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

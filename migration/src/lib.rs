@@ -1,0 +1,15 @@
+//! Vitrina's schema migrations, applied in order by `vitrina migrate` and on
+//! every start of `vitrina serve`.
+
+pub use sea_orm_migration::prelude::*;
+
+mod m20261122_000001_initial;
+
+pub struct Migrator;
+
+#[async_trait::async_trait]
+impl MigratorTrait for Migrator {
+    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+        vec![Box::new(m20261122_000001_initial::Migration)]
+    }
+}
