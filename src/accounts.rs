@@ -1,0 +1,174 @@
+//! Accounts and their API keys.
+//!
+//! A key is `vtr_` followed by 48 random hex digits. It is shown once; only its
+//! SHA-256 hash is stored, looked up through a unique index and compared in
+//! constant time. Revoked keys never authenticate.
+
+use chrono::{DateTime, TimeDelta, Utc};
+use entity::{account, api_key};
+use rand::RngCore;
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter,
+    QueryOrder,
+};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+use uuid::Uuid;
+
+use crate::error::Error;
+
+const KEY_PREFIX: &str = "vtr_";
+/// Characters of the key kept for display (`vtr_` and 8 hex digits).
+const DISPLAY_PREFIX_LEN: usize = 12;
+/// `last_used_at` is refreshed at most this often, so authentication does not
+/// write on every request.
+const LAST_USED_RESOLUTION: TimeDelta = TimeDelta::minutes(1);
+
+/// The caller behind a valid key.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub account_id: Uuid,
+    pub key_id: Uuid,
+}
+
+/// A newly created key; `secret` exists only in this value.
+#[derive(Debug, Clone)]
+pub struct NewKey {
+    pub key: api_key::Model,
+    pub secret: String,
+}
+
+/// A key as listed to an operator.
+#[derive(Debug, Clone)]
+pub struct KeyListing {
+    pub key: api_key::Model,
+    pub account_name: String,
+}
+
+pub fn hash_key(secret: &str) -> String {
+    hex::encode(Sha256::digest(secret.as_bytes()))
+}
+
+fn generate_secret() -> String {
+    let mut bytes = [0u8; 24];
+    rand::rng().fill_bytes(&mut bytes);
+    format!("{KEY_PREFIX}{}", hex::encode(bytes))
+}
+
+/// Finds the account by name, creating it when missing.
+pub async fn ensure_account(
+    db: &impl ConnectionTrait,
+    name: &str,
+    now: DateTime<Utc>,
+) -> Result<account::Model, Error> {
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(Error::Invalid("an account name must not be empty".into()));
+    }
+    if let Some(found) = account::Entity::find()
+        .filter(account::Column::Name.eq(name))
+        .one(db)
+        .await?
+    {
+        return Ok(found);
+    }
+    let created = account::ActiveModel {
+        id: Set(Uuid::new_v4()),
+        name: Set(name.to_owned()),
+        daily_quota: Set(None),
+        created_at: Set(now),
+    }
+    .insert(db)
+    .await?;
+    Ok(created)
+}
+
+/// Creates a key for the named account (creating the account if needed).
+pub async fn create_key(
+    db: &impl ConnectionTrait,
+    account_name: &str,
+    now: DateTime<Utc>,
+) -> Result<NewKey, Error> {
+    let account = ensure_account(db, account_name, now).await?;
+    let secret = generate_secret();
+    let key = api_key::ActiveModel {
+        id: Set(Uuid::new_v4()),
+        account_id: Set(account.id),
+        key_hash: Set(hash_key(&secret)),
+        prefix: Set(secret[..DISPLAY_PREFIX_LEN].to_owned()),
+        created_at: Set(now),
+        revoked_at: Set(None),
+        last_used_at: Set(None),
+    }
+    .insert(db)
+    .await?;
+    Ok(NewKey { key, secret })
+}
+
+/// Every key, oldest first, with its account's name.
+pub async fn list_keys(db: &impl ConnectionTrait) -> Result<Vec<KeyListing>, Error> {
+    let rows = api_key::Entity::find()
+        .find_also_related(account::Entity)
+        .order_by_asc(api_key::Column::CreatedAt)
+        .order_by_asc(api_key::Column::Id)
+        .all(db)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(key, account)| KeyListing {
+            key,
+            account_name: account.map(|a| a.name).unwrap_or_default(),
+        })
+        .collect())
+}
+
+/// Revokes a key. Revoking an already revoked key keeps its first revocation time.
+pub async fn revoke_key(
+    db: &impl ConnectionTrait,
+    id: Uuid,
+    now: DateTime<Utc>,
+) -> Result<api_key::Model, Error> {
+    let key = api_key::Entity::find_by_id(id)
+        .one(db)
+        .await?
+        .ok_or_else(|| Error::Invalid(format!("no API key with id {id}")))?;
+    if key.revoked_at.is_some() {
+        return Ok(key);
+    }
+    let mut active: api_key::ActiveModel = key.into();
+    active.revoked_at = Set(Some(now));
+    Ok(active.update(db).await?)
+}
+
+/// Resolves a presented key to its caller; `None` for unknown or revoked keys.
+pub async fn authenticate(
+    db: &impl ConnectionTrait,
+    presented: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<Caller>, sea_orm::DbErr> {
+    let hash = hash_key(presented);
+    let Some(key) = api_key::Entity::find()
+        .filter(api_key::Column::KeyHash.eq(hash.as_str()))
+        .one(db)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let matches: bool = key.key_hash.as_bytes().ct_eq(hash.as_bytes()).into();
+    if !matches || key.revoked_at.is_some() {
+        return Ok(None);
+    }
+    let caller = Caller {
+        account_id: key.account_id,
+        key_id: key.id,
+    };
+    if key
+        .last_used_at
+        .is_none_or(|t| now - t >= LAST_USED_RESOLUTION)
+    {
+        let mut active: api_key::ActiveModel = key.into();
+        active.last_used_at = Set(Some(now));
+        active.update(db).await?;
+    }
+    Ok(Some(caller))
+}

@@ -1,0 +1,196 @@
+//! The `vitrina` command line.
+
+use clap::{Parser, Subcommand};
+use sea_orm::DatabaseConnection;
+use tokio::net::TcpListener;
+use uuid::Uuid;
+
+use crate::clock::{Clock, SharedClock, SystemClock};
+use crate::config::{DatabaseConfig, ServeConfig};
+use crate::error::Error;
+use crate::seed::{self, SeedOptions};
+use crate::server::{self, AppState};
+use crate::{accounts, db};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "vitrina",
+    version,
+    about = "Marketplace product data over REST v1 and GraphQL"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub database: DatabaseConfig,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Migrate, then serve HTTP and run the background jobs.
+    Serve {
+        #[command(flatten)]
+        config: ServeConfig,
+        /// Fill an empty database with the demo dataset and print a ready API key.
+        #[arg(long)]
+        demo: bool,
+    },
+    /// Apply pending database migrations.
+    Migrate,
+    /// Generate the deterministic synthetic dataset into an empty database.
+    Seed(SeedOptions),
+    /// Manage API keys.
+    #[command(subcommand)]
+    Keys(KeysCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Create a key for an account (created when missing); the key is printed once.
+    Create {
+        #[arg(long)]
+        account: String,
+    },
+    /// List keys with their account, prefix and state.
+    List,
+    /// Revoke a key by its id.
+    Revoke { id: Uuid },
+}
+
+/// Logs go to stderr; `RUST_LOG` filters them (default `info`).
+pub fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sea_orm_migration=warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+impl Cli {
+    pub async fn run(self) -> Result<(), Error> {
+        let conn = db::connect(&self.database).await?;
+        let clock: SharedClock = std::sync::Arc::new(SystemClock);
+        match self.command {
+            Command::Serve { config, demo } => serve(conn, clock, config, demo).await,
+            Command::Migrate => {
+                db::migrate(&conn).await?;
+                println!("database is up to date");
+                Ok(())
+            }
+            Command::Seed(options) => {
+                db::migrate(&conn).await?;
+                let report = seed::seed(&conn, &options).await?;
+                println!("{report}");
+                if let Some(key) = report.demo_key {
+                    println!("demo API key (shown once): {key}");
+                }
+                Ok(())
+            }
+            Command::Keys(command) => keys(&conn, clock.as_ref(), command).await,
+        }
+    }
+}
+
+async fn serve(
+    conn: DatabaseConnection,
+    clock: SharedClock,
+    config: ServeConfig,
+    demo: bool,
+) -> Result<(), Error> {
+    db::migrate(&conn).await?;
+    let mut demo_key = None;
+    if demo {
+        if seed::is_empty(&conn).await? {
+            let report = seed::seed(&conn, &SeedOptions::demo()).await?;
+            println!("{report}");
+            demo_key = report.demo_key;
+        } else {
+            println!("database already holds data; demo seeding skipped");
+        }
+    }
+    let listener = TcpListener::bind(config.bind)
+        .await
+        .map_err(|e| Error::Invalid(format!("cannot listen on {}: {e}", config.bind)))?;
+    let bound = listener.local_addr()?;
+    let public_url = config.public_url(bound);
+    println!("listening on http://{bound}");
+    if demo {
+        let key = match demo_key {
+            Some(key) => key,
+            None => {
+                accounts::create_key(&conn, seed::DEMO_ACCOUNT, clock.now())
+                    .await?
+                    .secret
+            }
+        };
+        println!("demo API key: {key}");
+        println!(
+            "try: curl -H 'Authorization: Bearer {key}' '{public_url}/v1/products?page_size=2'"
+        );
+    }
+    let state = AppState {
+        db: conn,
+        clock,
+        public_url,
+    };
+    server::serve(listener, state, shutdown_signal()).await?;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let _ = tokio::signal::ctrl_c().await;
+    tracing::info!("shutting down");
+}
+
+async fn keys(
+    conn: &DatabaseConnection,
+    clock: &dyn Clock,
+    command: KeysCommand,
+) -> Result<(), Error> {
+    db::migrate(conn).await?;
+    match command {
+        KeysCommand::Create { account } => print_new_key(conn, clock, &account).await,
+        KeysCommand::List => {
+            println!(
+                "{:<36}  {:<12}  {:<20}  {:<8}  created",
+                "id", "prefix", "account", "state"
+            );
+            for row in accounts::list_keys(conn).await? {
+                let state = if row.key.revoked_at.is_some() {
+                    "revoked"
+                } else {
+                    "active"
+                };
+                println!(
+                    "{:<36}  {:<12}  {:<20}  {:<8}  {}",
+                    row.key.id,
+                    row.key.prefix,
+                    row.account_name,
+                    state,
+                    row.key
+                        .created_at
+                        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+                );
+            }
+            Ok(())
+        }
+        KeysCommand::Revoke { id } => {
+            let key = accounts::revoke_key(conn, id, clock.now()).await?;
+            println!("revoked {} ({})", key.id, key.prefix);
+            Ok(())
+        }
+    }
+}
+
+async fn print_new_key(
+    conn: &DatabaseConnection,
+    clock: &dyn Clock,
+    account: &str,
+) -> Result<(), Error> {
+    let key = accounts::create_key(conn, account, clock.now()).await?;
+    println!("created API key {} for account {account}", key.key.id);
+    println!("{}", key.secret);
+    println!("(shown once: store it now)");
+    Ok(())
+}

@@ -1,0 +1,111 @@
+//! Connecting to the database and keeping its schema current.
+//!
+//! SQLite is the embedded default: the file and its folder are created on first
+//! start, in WAL mode so readers do not block the merge job. PostgreSQL is the
+//! production store.
+
+use std::path::Path;
+use std::time::Duration;
+
+use migration::{Migrator, MigratorTrait};
+use sea_orm::{
+    ActiveModelTrait, ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbBackend,
+    DbErr, EntityTrait, Iterable,
+};
+
+use crate::config::DatabaseConfig;
+use crate::error::Error;
+
+/// Opens a connection pool, creating a missing SQLite file.
+pub async fn connect(config: &DatabaseConfig) -> Result<DatabaseConnection, Error> {
+    let url = config.database_url.trim();
+    let backend = backend_of(url)?;
+    if backend == DbBackend::Sqlite {
+        create_sqlite_parent(url)?;
+    }
+    let mut options = ConnectOptions::new(url.to_owned());
+    options
+        .max_connections(config.db_max_connections)
+        .min_connections(1)
+        .connect_timeout(Duration::from_secs(5))
+        .acquire_timeout(Duration::from_secs(10))
+        .sqlx_logging(false)
+        .map_sqlx_sqlite_opts(|opts| {
+            opts.create_if_missing(true)
+                .journal_mode(sea_orm::sqlx::sqlite::SqliteJournalMode::Wal)
+                .synchronous(sea_orm::sqlx::sqlite::SqliteSynchronous::Normal)
+                .busy_timeout(Duration::from_secs(10))
+                .foreign_keys(true)
+        });
+    Database::connect(options).await.map_err(|err| match err {
+        DbErr::Conn(e) => Error::Connect(e.to_string()),
+        other => Error::Connect(other.to_string()),
+    })
+}
+
+/// Applies every pending migration. Safe to run again at any time.
+pub async fn migrate(db: &DatabaseConnection) -> Result<(), Error> {
+    Migrator::up(db, None).await?;
+    Ok(())
+}
+
+/// Checks the database answers, for the readiness probe.
+pub async fn ping(db: &DatabaseConnection) -> bool {
+    db.ping().await.is_ok()
+}
+
+fn backend_of(url: &str) -> Result<DbBackend, Error> {
+    if url.starts_with("sqlite:") {
+        Ok(DbBackend::Sqlite)
+    } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        Ok(DbBackend::Postgres)
+    } else {
+        Err(Error::DatabaseUrl(
+            "expected sqlite://<file> or postgres://<user>@<host>/<database>".into(),
+        ))
+    }
+}
+
+/// `sqlite://data/vitrina.db?mode=rwc` -> makes sure `data/` exists.
+fn create_sqlite_parent(url: &str) -> Result<(), Error> {
+    let path = url
+        .trim_start_matches("sqlite:")
+        .trim_start_matches("//")
+        .split('?')
+        .next()
+        .unwrap_or_default();
+    if path.is_empty() || path == ":memory:" {
+        return Ok(());
+    }
+    if let Some(parent) = Path::new(path)
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(parent).map_err(|e| {
+            Error::Connect(format!("cannot create folder {}: {e}", parent.display()))
+        })?;
+    }
+    Ok(())
+}
+
+/// Bound parameters per statement, below SQLite's limit of 32,766 (PostgreSQL
+/// allows 65,535).
+const MAX_PARAMS: usize = 30_000;
+
+/// Inserts many rows with as few multi-row INSERT statements as the
+/// parameter limits allow.
+pub async fn insert_batched<A>(db: &impl ConnectionTrait, rows: Vec<A>) -> Result<(), DbErr>
+where
+    A: ActiveModelTrait,
+{
+    let columns = <A::Entity as EntityTrait>::Column::iter().count().max(1);
+    let per_statement = (MAX_PARAMS / columns).max(1);
+    let mut rows = rows.into_iter().peekable();
+    while rows.peek().is_some() {
+        let chunk: Vec<A> = rows.by_ref().take(per_statement).collect();
+        <A::Entity as EntityTrait>::insert_many(chunk)
+            .exec_without_returning(db)
+            .await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,24 @@
+//! Vitrina serves marketplace product data to v1 REST clients and GraphQL
+//! dashboards from one query layer, and merges scraper uploads in background jobs.
+//!
+//! Modules by part of the system:
+//! - [`cli`], [`config`]: the `vitrina` command and its typed configuration;
+//! - [`db`]: connecting to SQLite or PostgreSQL and migrating;
+//! - [`accounts`]: accounts and API keys;
+//! - [`server`]: the HTTP application and its routes;
+//! - [`seed`]: the deterministic demo and benchmark dataset;
+//! - [`jobs`]: background work over the database (snapshots, ...);
+//! - [`clock`]: the injectable time source of jobs.
+
+pub mod accounts;
+pub mod cli;
+pub mod clock;
+pub mod config;
+pub mod db;
+pub mod error;
+pub mod jobs;
+pub mod seed;
+pub mod server;
+pub mod text;
+
+pub use error::Error;

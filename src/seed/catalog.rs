@@ -1,0 +1,455 @@
+//! Generation of sellers and products with translations, category index rows,
+//! price histories, current prices and special prices.
+
+use std::collections::BTreeSet;
+
+use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
+use entity::{
+    Marketplace, StringList, TrustStatus, UserAuthStatus, current_price, price_observation,
+    product, product_category, product_translation, seller, special_price,
+};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use sea_orm::{ActiveModelTrait, ActiveValue::Set, ConnectionTrait, DbErr, IntoActiveModel};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::vocab::{self, Names};
+use crate::db::insert_batched;
+use crate::text;
+
+/// Products per seller, on average.
+const PRODUCTS_PER_SELLER: u64 = 40;
+/// How many generated products are kept for the demo sessions.
+const SAMPLE: usize = 24;
+
+pub fn random_uuid(rng: &mut ChaCha8Rng) -> Uuid {
+    uuid::Builder::from_random_bytes(rng.random()).into_uuid()
+}
+
+fn pick<'a, T>(rng: &mut ChaCha8Rng, items: &'a [T]) -> &'a T {
+    &items[rng.random_range(0..items.len())]
+}
+
+fn digits(rng: &mut ChaCha8Rng, first: &str, len: usize) -> String {
+    let mut out = first.to_owned();
+    while out.len() < len {
+        out.push(char::from(b'0' + rng.random_range(0..10u8)));
+    }
+    out
+}
+
+fn ago(days: i64, seconds: i64) -> DateTime<Utc> {
+    super::anchor() - TimeDelta::days(days) - TimeDelta::seconds(seconds)
+}
+
+/// The seller a product is attributed to.
+#[derive(Debug, Clone)]
+struct SellerRef {
+    id: Uuid,
+    marketplace: Marketplace,
+}
+
+/// Everything generated for one batch of products, inserted together.
+#[derive(Default)]
+pub struct ProductBatch {
+    pub products: Vec<product::ActiveModel>,
+    pub translations: Vec<product_translation::ActiveModel>,
+    pub categories: Vec<product_category::ActiveModel>,
+    pub observations: Vec<price_observation::ActiveModel>,
+    pub current: Vec<current_price::ActiveModel>,
+    pub special: Vec<special_price::ActiveModel>,
+}
+
+impl ProductBatch {
+    pub async fn insert(self, db: &impl ConnectionTrait) -> Result<(), DbErr> {
+        insert_batched(db, self.products).await?;
+        insert_batched(db, self.translations).await?;
+        insert_batched(db, self.categories).await?;
+        insert_batched(db, self.observations).await?;
+        insert_batched(db, self.current).await?;
+        insert_batched(db, self.special).await
+    }
+}
+
+/// The generator's memory between batches: brands, sellers, and a sample of
+/// products for the demo sessions.
+pub struct Catalog {
+    products: u64,
+    brands: Vec<String>,
+    sellers: Vec<SellerRef>,
+    made: u64,
+    /// The first products generated, with their first price variant.
+    pub sample: Vec<product::Model>,
+}
+
+impl Catalog {
+    pub fn new(rng: &mut ChaCha8Rng, products: u64) -> Self {
+        let mut brands: Vec<String> = vocab::BRANDS.iter().map(|b| (*b).to_owned()).collect();
+        // Larger datasets get hundreds of extra brands made of syllables.
+        let extra = (products / 200).min(1000);
+        let mut seen: BTreeSet<String> = brands.iter().map(|b| text::fold(b)).collect();
+        while (brands.len() as u64) < vocab::BRANDS.len() as u64 + extra {
+            let mut name = String::new();
+            for _ in 0..rng.random_range(2..4) {
+                let syllable: &&str = pick(rng, vocab::SYLLABLES);
+                name.push_str(syllable);
+            }
+            let mut chars = name.chars();
+            let brand: String = chars
+                .next()
+                .map(|c| c.to_uppercase().chain(chars).collect())
+                .unwrap_or_default();
+            if seen.insert(text::fold(&brand)) {
+                brands.push(brand);
+            }
+        }
+        Catalog {
+            products,
+            brands,
+            sellers: Vec::new(),
+            made: 0,
+            sample: Vec::new(),
+        }
+    }
+
+    /// Generates the sellers. Some legal entities sell on several marketplaces
+    /// under one TIN.
+    pub fn sellers(&mut self, rng: &mut ChaCha8Rng) -> Vec<seller::Model> {
+        let count = (self.products / PRODUCTS_PER_SELLER).max(8) as usize;
+        let mut out: Vec<seller::Model> = Vec::with_capacity(count);
+        for i in 0..count {
+            let marketplace = Marketplace::ALL[i % Marketplace::ALL.len()];
+            let id_len = rng.random_range(6..10);
+            let seller_id = digits(rng, "", id_len);
+            let legal_entity = rng.random_bool(0.7);
+            let (mut name, mut tin, mut psrn) = if legal_entity {
+                (
+                    format!("ООО «{}»", pick(rng, vocab::COMPANY_WORDS)),
+                    digits(rng, "77", 10),
+                    digits(rng, "1", 13),
+                )
+            } else {
+                let initials: String =
+                    ["А", "В", "Е", "И", "М", "О", "С"][rng.random_range(0..7)].into();
+                (
+                    format!("ИП {} {initials}.", pick(rng, vocab::SURNAMES)),
+                    digits(rng, "50", 12),
+                    digits(rng, "3", 15),
+                )
+            };
+            // Every fourth seller starts a group; later members may be the same
+            // legal entity on another marketplace.
+            let first_of_group = i - i % Marketplace::ALL.len();
+            if i != first_of_group && rng.random_bool(0.4) {
+                let twin = &out[first_of_group];
+                (name, tin, psrn) = (twin.name.clone(), twin.tin.clone(), twin.psrn.clone());
+            }
+            let slug = format!("shop-{seller_id}");
+            let url = match marketplace {
+                Marketplace::Wildberries => {
+                    format!("https://www.wildberries.ru/seller/{seller_id}")
+                }
+                Marketplace::Ozon => format!("https://www.ozon.ru/seller/{slug}"),
+                Marketplace::YandexMarket => {
+                    format!("https://market.yandex.ru/business--{slug}/{seller_id}")
+                }
+                Marketplace::Megamarket => format!("https://megamarket.ru/shop/{slug}"),
+            };
+            let first_seen_at = ago(rng.random_range(200..400), rng.random_range(0..86_400));
+            out.push(seller::Model {
+                id: random_uuid(rng),
+                marketplace,
+                seller_id,
+                name,
+                tin,
+                psrn,
+                address: format!(
+                    "{}, {}, д. {}",
+                    pick(rng, vocab::CITIES),
+                    pick(rng, vocab::STREETS),
+                    rng.random_range(1..120)
+                ),
+                url: text::normalize_url(&url),
+                rating: f64::from(rng.random_range(30..=50u8)) / 10.0,
+                reg_date: NaiveDate::from_ymd_opt(
+                    rng.random_range(2012..2026),
+                    rng.random_range(1..=12),
+                    rng.random_range(1..=28),
+                ),
+                items_sold: rng.random_range(10..2_000_000),
+                reviews_count: rng.random_range(0..150_000),
+                first_seen_at,
+                last_seen_at: ago(rng.random_range(0..30), rng.random_range(0..86_400)),
+            });
+        }
+        self.sellers = out
+            .iter()
+            .map(|s| SellerRef {
+                id: s.id,
+                marketplace: s.marketplace,
+            })
+            .collect();
+        out
+    }
+
+    /// Generates the next `count` products with everything that hangs off them.
+    pub fn products(&mut self, rng: &mut ChaCha8Rng, count: u64) -> ProductBatch {
+        let mut batch = ProductBatch::default();
+        for _ in 0..count {
+            self.product(rng, &mut batch);
+        }
+        batch
+    }
+
+    fn product(&mut self, rng: &mut ChaCha8Rng, batch: &mut ProductBatch) {
+        let index = self.made;
+        self.made += 1;
+        let seller = self.sellers[rng.random_range(0..self.sellers.len())].clone();
+        let id = random_uuid(rng);
+
+        // Category path in three languages; about one product in twenty has none.
+        let (paths, noun): ([Vec<String>; 3], &Names) = if rng.random_bool(0.05) {
+            (Default::default(), pick(rng, vocab::UNCATEGORIZED))
+        } else {
+            let root = pick(rng, vocab::TREE);
+            let branch = pick(rng, root.branches);
+            let leaf = pick(rng, branch.leaves);
+            let path = |lang: usize| {
+                let mut p = vec![root.name[lang].to_owned(), branch.name[lang].to_owned()];
+                // Some products sit one level up, so depths differ.
+                if index % 7 != 3 {
+                    p.push(leaf.name[lang].to_owned());
+                }
+                p
+            };
+            ([path(0), path(1), path(2)], pick(rng, leaf.nouns))
+        };
+        let brand = self.brands[rng.random_range(0..self.brands.len())].clone();
+        let model = format!(
+            "{}{}",
+            ["X", "Pro ", "Lite ", "S", "M", ""][rng.random_range(0..6)],
+            rng.random_range(1..990)
+        );
+        let color = pick(rng, vocab::COLORS);
+        let names: [String; 3] =
+            std::array::from_fn(|lang| format!("{} {brand} {model}, {}", noun[lang], color[lang]));
+        let attributes = |lang: usize| -> Value {
+            let (color_key, material_key) = match lang {
+                0 => ("цвет", "материал"),
+                1 => ("color", "material"),
+                _ => ("түсі", "материал"),
+            };
+            json!({ color_key: color[lang], material_key: vocab::MATERIALS[index as usize % vocab::MATERIALS.len()], "original": !index.is_multiple_of(3) })
+        };
+
+        // Russian is the default language; some products also have English and Kazakh.
+        let mut languages = vec![0usize];
+        if rng.random_bool(0.6) {
+            languages.push(1);
+        }
+        if rng.random_bool(0.2) {
+            languages.push(2);
+        }
+        let first_seen_language = if languages.contains(&1) && rng.random_bool(0.15) {
+            "en"
+        } else {
+            "ru"
+        };
+
+        let age_days = rng.random_range(1..180);
+        let first_seen_at = ago(age_days, rng.random_range(0..86_400));
+        let last_seen_at =
+            ago(rng.random_range(0..age_days), rng.random_range(0..3600)).max(first_seen_at);
+        let external_id = digits(rng, "", 9);
+        let host = match seller.marketplace {
+            Marketplace::Wildberries => {
+                format!("https://www.wildberries.ru/catalog/{external_id}/detail.aspx")
+            }
+            Marketplace::Ozon => format!("https://www.ozon.ru/product/{external_id}/"),
+            Marketplace::YandexMarket => format!("https://market.yandex.ru/product/{external_id}"),
+            Marketplace::Megamarket => {
+                format!("https://megamarket.ru/catalog/details/{external_id}/")
+            }
+        };
+        let image = |n: u32| format!("https://cdn.example-images.ru/{external_id}/{n}.webp");
+        let gallery: Vec<String> = (1..=rng.random_range(1..6)).map(image).collect();
+        let has_video = rng.random_bool(0.3);
+        let trust_status = match rng.random_range(0..100) {
+            0..70 => TrustStatus::Unverified,
+            70..95 => TrustStatus::Verified,
+            _ => TrustStatus::Flagged,
+        };
+        let brand_code: String = brand
+            .chars()
+            .filter(|c| c.is_alphanumeric())
+            .take(3)
+            .collect();
+        let seller_code = format!("{}-{}", brand_code.to_uppercase(), digits(rng, "", 5));
+        let stats = rng.random_bool(0.5).then(|| {
+            json!({ "rating": f64::from(rng.random_range(30..=50u8)) / 10.0, "reviews_count": rng.random_range(0..5000) })
+        });
+
+        let model = product::Model {
+            id,
+            marketplace: seller.marketplace,
+            url: text::normalize_url(&host),
+            image_cover: image(1),
+            name: names[0].clone(),
+            brand_key: text::fold(&brand),
+            brand,
+            category_path: StringList(paths[0].clone()),
+            attributes: attributes(0),
+            image_gallery: StringList(gallery),
+            external_id,
+            video_cover: has_video.then(|| format!("https://cdn.example-video.ru/{id}.mp4")),
+            video_gallery: StringList(if has_video {
+                vec![format!("https://cdn.example-video.ru/{id}-2.mp4")]
+            } else {
+                vec![]
+            }),
+            seller_ref: seller.id,
+            seller_code_key: text::fold(&seller_code),
+            seller_code,
+            name_search: text::name_search(languages.iter().map(|&l| names[l].as_str())),
+            trust_status,
+            price_flagged: rng.random_bool(0.03),
+            stats,
+            first_seen_language: first_seen_language.to_owned(),
+            default_language: "ru".to_owned(),
+            first_seen_at,
+            last_seen_at,
+        };
+
+        let mut category_keys = BTreeSet::new();
+        for &lang in &languages {
+            category_keys.extend(paths[lang].iter().map(|c| text::fold(c)));
+            if lang != 0 {
+                batch.translations.push(
+                    product_translation::Model {
+                        product_id: id,
+                        language: vocab::LANGUAGES[lang].to_owned(),
+                        name: names[lang].clone(),
+                        category_path: StringList(paths[lang].clone()),
+                        attributes: attributes(lang),
+                        updated_at: last_seen_at,
+                    }
+                    .into_active_model()
+                    .reset_all(),
+                );
+            }
+        }
+        batch
+            .categories
+            .extend(
+                category_keys
+                    .into_iter()
+                    .map(|category_key| product_category::ActiveModel {
+                        product_id: Set(id),
+                        category_key: Set(category_key),
+                    }),
+            );
+
+        self.prices(rng, &model, batch);
+        if self.sample.len() < SAMPLE {
+            self.sample.push(model.clone());
+        }
+        batch.products.push(model.into_active_model().reset_all());
+    }
+
+    /// A random-walk price history per variant between first and last seen;
+    /// the last observation of each variant is its current price.
+    fn prices(&self, rng: &mut ChaCha8Rng, product: &product::Model, batch: &mut ProductBatch) {
+        let variant_count = rng.random_range(1..=3);
+        let first = rng.random_range(0..vocab::VARIANTS.len());
+        let base = f64::from(rng.random_range(90..40_000u32));
+        let span = (product.last_seen_at - product.first_seen_at)
+            .num_seconds()
+            .max(1);
+        for v in 0..variant_count {
+            let (country, region, currency) = vocab::VARIANTS[(first + v) % vocab::VARIANTS.len()];
+            let auth = if rng.random_bool(0.3) {
+                UserAuthStatus::Authenticated
+            } else {
+                UserAuthStatus::Anonymous
+            };
+            let rate = match currency {
+                "KZT" => 5.3,
+                "BYN" => 0.035,
+                _ => 1.0,
+            };
+            let observations = rng.random_range(3..=8);
+            let mut price = base * rate;
+            let mut last = None;
+            for k in 0..observations {
+                price = (price * rng.random_range(0.9..1.1)).max(1.0);
+                let recorded_at = product.first_seen_at
+                    + TimeDelta::seconds(span * k / (observations - 1).max(1));
+                let stock_status =
+                    vocab::STOCK_STATUSES[rng.random_range(0..vocab::STOCK_STATUSES.len())];
+                let row = price_observation::Model {
+                    id: 0,
+                    product_id: product.id,
+                    country_code: country.to_owned(),
+                    region_code: region.map(str::to_owned),
+                    user_auth_status: auth,
+                    price: price.round(),
+                    old_price: (price * rng.random_range(1.05..1.6)).round(),
+                    currency: currency.to_owned(),
+                    stock_status: (k % 4 != 1).then(|| stock_status.to_owned()),
+                    stock_quantity: (stock_status != "out_of_stock")
+                        .then(|| rng.random_range(1..500)),
+                    recorded_at,
+                };
+                let mut active = row.clone().into_active_model().reset_all();
+                active.id = sea_orm::NotSet;
+                batch.observations.push(active);
+                last = Some(row);
+            }
+            if let Some(row) = last {
+                batch.current.push(current_price::ActiveModel {
+                    id: sea_orm::NotSet,
+                    product_id: Set(row.product_id),
+                    country_code: Set(row.country_code),
+                    region_code: Set(row.region_code),
+                    user_auth_status: Set(row.user_auth_status),
+                    price: Set(row.price),
+                    old_price: Set(row.old_price),
+                    currency: Set(row.currency),
+                    stock_status: Set(row.stock_status),
+                    stock_quantity: Set(row.stock_quantity),
+                    recorded_at: Set(row.recorded_at),
+                });
+                if v == 0 && rng.random_bool(0.3) {
+                    batch.special.push(special_price::ActiveModel {
+                        id: sea_orm::NotSet,
+                        product_id: Set(product.id),
+                        country_code: Set(country.to_owned()),
+                        region_code: Set(region.unwrap_or_default().to_owned()),
+                        user_auth_status: Set(auth),
+                        min: Set((row.price * 0.8).round()),
+                        max: Set(row.price),
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// A scraped item as the extension would upload it, for the demo sessions.
+pub fn item_payload(product: &product::Model, seller_id: &str) -> Value {
+    json!({
+        "marketplace": product.marketplace,
+        "external_id": product.external_id,
+        "url": product.url,
+        "language": product.default_language,
+        "name": product.name,
+        "brand": product.brand,
+        "category_path": product.category_path,
+        "attributes": product.attributes,
+        "image_cover": product.image_cover,
+        "image_gallery": product.image_gallery,
+        "seller": { "id": seller_id, "code": product.seller_code },
+        "observed_at": product.last_seen_at,
+    })
+}

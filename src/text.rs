@@ -1,0 +1,64 @@
+//! Text normalization shared by what is stored and what is searched, so both
+//! sides of every comparison are folded the same way on every backend.
+
+/// Case-folds for case-insensitive matching (Unicode-aware, so Cyrillic too).
+pub fn fold(s: &str) -> String {
+    s.to_lowercase()
+}
+
+/// Separates the per-language names inside `products.name_search`; a control
+/// character no search term can contain, so no match spans two names.
+pub const NAME_SEPARATOR: char = '\u{1f}';
+
+/// The `name_search` column: every known name, folded, in one string.
+pub fn name_search<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
+    let mut out = String::new();
+    for name in names {
+        if !out.is_empty() {
+            out.push(NAME_SEPARATOR);
+        }
+        out.push_str(&fold(name));
+    }
+    out
+}
+
+/// Normalizes a product or storefront URL for storage and matching: drops the
+/// query string and fragment, lower-cases scheme and host, and drops a
+/// trailing `/` of the path. Input that is not an absolute URL is only trimmed.
+pub fn normalize_url(raw: &str) -> String {
+    let raw = raw.trim();
+    let Ok(mut url) = url::Url::parse(raw) else {
+        return raw.split(['?', '#']).next().unwrap_or_default().to_owned();
+    };
+    url.set_query(None);
+    url.set_fragment(None);
+    let mut out = url.to_string();
+    // Query and fragment are gone, so the string ends with the path.
+    if out.ends_with('/') {
+        out.pop();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn url_normalization_strips_query_fragment_case_and_trailing_slash() {
+        assert_eq!(
+            normalize_url("HTTPS://WWW.Ozon.RU/product/abc-123/?utm=1#reviews"),
+            "https://www.ozon.ru/product/abc-123"
+        );
+        assert_eq!(normalize_url("https://ozon.ru/"), "https://ozon.ru");
+        assert_eq!(
+            normalize_url("https://ozon.ru/Path/Case"),
+            "https://ozon.ru/Path/Case"
+        );
+    }
+
+    #[test]
+    fn fold_handles_cyrillic() {
+        assert_eq!(fold("ПРОСТОКВАШИНО"), "простоквашино");
+    }
+}
