@@ -1,0 +1,167 @@
+//! The test harness: a fresh database per test (a SQLite file in a temp
+//! folder, or a new PostgreSQL database when `TEST_DATABASE_URL` is set), and
+//! the real application served on a random loopback port.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Once};
+
+use chrono::{TimeZone, Utc};
+use sea_orm::{ConnectionTrait, Database, DatabaseConnection};
+use vitrina::clock::ManualClock;
+use vitrina::config::DatabaseConfig;
+use vitrina::server::AppState;
+
+/// A database that exists for one test and is removed afterwards.
+pub struct TestDb {
+    pub url: String,
+    _cleanup: Cleanup,
+}
+
+enum Cleanup {
+    Sqlite(#[allow(dead_code)] tempfile::TempDir),
+    Postgres { admin_url: String, name: String },
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        if let Cleanup::Postgres { admin_url, name } = self {
+            let (admin_url, name) = (admin_url.clone(), name.clone());
+            // Drop runs inside the test's runtime; use a thread with its own.
+            let _ = std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build();
+                if let Ok(rt) = rt {
+                    rt.block_on(async {
+                        if let Ok(admin) = Database::connect(admin_url).await {
+                            let sql = format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)");
+                            let _ = admin.execute_unprepared(&sql).await;
+                            let _ = admin.close().await;
+                        }
+                    });
+                }
+            })
+            .join();
+        }
+    }
+}
+
+static NOTICE: Once = Once::new();
+
+impl TestDb {
+    pub async fn new() -> TestDb {
+        match std::env::var("TEST_DATABASE_URL")
+            .ok()
+            .filter(|u| !u.is_empty())
+        {
+            Some(admin_url) => {
+                let name = format!("vitrina_test_{}", uuid::Uuid::new_v4().simple());
+                let admin = Database::connect(admin_url.as_str())
+                    .await
+                    .expect("connect TEST_DATABASE_URL");
+                admin
+                    .execute_unprepared(&format!("CREATE DATABASE \"{name}\""))
+                    .await
+                    .expect("create test database");
+                admin.close().await.ok();
+                let mut url = url::Url::parse(&admin_url).expect("TEST_DATABASE_URL is a URL");
+                url.set_path(&name);
+                TestDb {
+                    url: url.to_string(),
+                    _cleanup: Cleanup::Postgres { admin_url, name },
+                }
+            }
+            None => {
+                NOTICE.call_once(|| {
+                    eprintln!("note: TEST_DATABASE_URL is not set; tests run on SQLite and the PostgreSQL run is skipped");
+                });
+                let dir = tempfile::tempdir().expect("temp dir");
+                let url = format!("sqlite://{}", dir.path().join("vitrina.db").display());
+                TestDb {
+                    url,
+                    _cleanup: Cleanup::Sqlite(dir),
+                }
+            }
+        }
+    }
+
+    pub fn config(&self) -> DatabaseConfig {
+        DatabaseConfig {
+            database_url: self.url.clone(),
+            db_max_connections: 8,
+        }
+    }
+
+    /// Connects and migrates.
+    pub async fn connect(&self) -> DatabaseConnection {
+        let db = vitrina::db::connect(&self.config())
+            .await
+            .expect("connect test database");
+        vitrina::db::migrate(&db)
+            .await
+            .expect("migrate test database");
+        db
+    }
+}
+
+/// The instant every test clock starts at.
+pub fn test_start() -> chrono::DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 20, 12, 0, 0)
+        .single()
+        .expect("valid time")
+}
+
+/// The application running on a random loopback port over a fresh database.
+pub struct TestApp {
+    pub addr: SocketAddr,
+    pub db: DatabaseConnection,
+    pub clock: ManualClock,
+    pub client: reqwest::Client,
+    /// Keeps the database alive as long as the app.
+    _test_db: TestDb,
+}
+
+impl TestApp {
+    pub async fn spawn() -> TestApp {
+        let test_db = TestDb::new().await;
+        let db = test_db.connect().await;
+        let clock = ManualClock::new(test_start());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind loopback");
+        let addr = listener.local_addr().expect("local addr");
+        let state = AppState {
+            db: db.clone(),
+            clock: Arc::new(clock.clone()),
+            public_url: format!("http://{addr}"),
+        };
+        tokio::spawn(vitrina::server::serve(
+            listener,
+            state,
+            std::future::pending(),
+        ));
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .expect("http client");
+        TestApp {
+            addr,
+            db,
+            clock,
+            client,
+            _test_db: test_db,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.client
+            .get(self.url(path))
+            .send()
+            .await
+            .expect("request")
+    }
+}

@@ -1,0 +1,8 @@
+//! Integration tests: the real application over HTTP and the real `vitrina`
+//! binary, on a fresh database per test (SQLite, or PostgreSQL when
+//! `TEST_DATABASE_URL` is set).
+
+mod helpers;
+
+mod cli;
+mod foundation;
