@@ -57,14 +57,19 @@ pub enum KeysCommand {
     Revoke { id: Uuid },
 }
 
-/// Logs go to stderr; `RUST_LOG` filters them (default `info`).
+/// Logs go to stderr; `RUST_LOG` filters them (default `info`) and
+/// `VITRINA_LOG_FORMAT=json` makes them one JSON object per line.
 pub fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sea_orm_migration=warn"));
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+        .with_writer(std::io::stderr);
+    let _ = if std::env::var("VITRINA_LOG_FORMAT").is_ok_and(|f| f == "json") {
+        builder.json().try_init()
+    } else {
+        builder.try_init()
+    };
 }
 
 impl Cli {
@@ -129,11 +134,7 @@ async fn serve(
             "try: curl -H 'Authorization: Bearer {key}' '{public_url}/v1/products?page_size=2'"
         );
     }
-    let state = AppState {
-        db: conn,
-        clock,
-        public_url,
-    };
+    let state = AppState::new(conn, clock, public_url, config.limits());
     server::serve(listener, state, shutdown_signal()).await?;
     Ok(())
 }

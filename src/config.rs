@@ -6,6 +6,8 @@ use std::net::SocketAddr;
 
 use clap::Args;
 
+use crate::limits::Limits;
+
 /// Where the embedded default database lives: a SQLite file created on first start.
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://data/vitrina.db";
 
@@ -37,9 +39,24 @@ pub struct ServeConfig {
     /// as a webhook's `url`. Defaults to `http://<bind>`.
     #[arg(long, env = "VITRINA_PUBLIC_URL")]
     pub public_url: Option<String>,
+
+    /// Requests per account per minute, over REST and GraphQL together.
+    #[arg(long, env = "VITRINA_RATE_LIMIT_PER_MINUTE", default_value_t = 600)]
+    pub rate_limit_per_minute: u32,
+
+    /// Daily data quota in rows per account and UTC day (an account may set its own).
+    #[arg(long, env = "VITRINA_DAILY_QUOTA", default_value_t = 10_000)]
+    pub daily_quota: i64,
 }
 
 impl ServeConfig {
+    pub fn limits(&self) -> Limits {
+        Limits {
+            rate_per_minute: self.rate_limit_per_minute,
+            daily_quota: self.daily_quota,
+        }
+    }
+
     /// The public base address without a trailing slash, given the address
     /// actually bound (which differs from `bind` when its port is 0).
     pub fn public_url(&self, bound: SocketAddr) -> String {

@@ -22,6 +22,14 @@ pub fn name_search<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
     out
 }
 
+/// The `product_categories` keys of a product: every distinct folded
+/// category name at any level of any of its paths (all languages).
+pub fn category_keys<'a>(
+    paths: impl IntoIterator<Item = &'a [String]>,
+) -> std::collections::BTreeSet<String> {
+    paths.into_iter().flatten().map(|c| fold(c)).collect()
+}
+
 /// Normalizes a product or storefront URL for storage and matching: drops the
 /// query string and fragment, lower-cases scheme and host, and drops a
 /// trailing `/` of the path. Input that is not an absolute URL is only trimmed.

@@ -97,6 +97,14 @@ wire_enum! {
 }
 
 wire_enum! {
+    /// A scrape session's status, derived live from its submissions (never stored).
+    SessionStatus {
+        Processing = "processing",
+        Completed = "completed",
+    }
+}
+
+wire_enum! {
     /// Whether a price was seen by a guest or by a logged-in shopper.
     UserAuthStatus {
         Anonymous = "anonymous",

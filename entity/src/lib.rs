@@ -28,6 +28,7 @@ pub mod webhook_delivery;
 pub mod webhook_subscription;
 
 pub use enums::{
-    DeliveryStatus, Marketplace, SubmissionStatus, SubscriptionStatus, TrustStatus, UserAuthStatus,
+    DeliveryStatus, Marketplace, SessionStatus, SubmissionStatus, SubscriptionStatus, TrustStatus,
+    UserAuthStatus,
 };
 pub use values::StringList;

@@ -321,9 +321,8 @@ impl Catalog {
             last_seen_at,
         };
 
-        let mut category_keys = BTreeSet::new();
+        let category_keys = text::category_keys(languages.iter().map(|&l| paths[l].as_slice()));
         for &lang in &languages {
-            category_keys.extend(paths[lang].iter().map(|c| text::fold(c)));
             if lang != 0 {
                 batch.translations.push(
                     product_translation::Model {

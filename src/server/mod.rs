@@ -1,14 +1,18 @@
 //! The HTTP application: shared state, the one route table, and serving.
 
 mod health;
+mod middleware;
 
 use std::future::Future;
+use std::sync::Arc;
 
 use axum::{Router, routing::get};
 use sea_orm::DatabaseConnection;
 use tokio::net::TcpListener;
 
 use crate::clock::SharedClock;
+use crate::http::ApiError;
+use crate::limits::{Limits, RateLimiter};
 
 /// What every request handler can reach.
 #[derive(Clone)]
@@ -17,14 +21,40 @@ pub struct AppState {
     pub clock: SharedClock,
     /// Base address clients reach the service at, without a trailing slash.
     pub public_url: String,
+    pub limits: Limits,
+    pub rate_limiter: Arc<RateLimiter>,
+}
+
+impl AppState {
+    pub fn new(
+        db: DatabaseConnection,
+        clock: SharedClock,
+        public_url: String,
+        limits: Limits,
+    ) -> Self {
+        AppState {
+            db,
+            clock,
+            public_url,
+            limits,
+            rate_limiter: Arc::new(RateLimiter::new(limits.rate_per_minute)),
+        }
+    }
 }
 
 /// Every route of the service, in one table.
 pub fn router(state: AppState) -> Router {
-    Router::new()
+    let routes = Router::new()
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
-        .with_state(state)
+        .nest("/v1", crate::rest::router(state.clone()))
+        .fallback(not_found)
+        .with_state(state);
+    middleware::apply(routes)
+}
+
+async fn not_found() -> ApiError {
+    ApiError::NotFound
 }
 
 /// Serves until `shutdown` resolves, then finishes in-flight requests.

@@ -7,8 +7,9 @@ use std::sync::{Arc, Once};
 
 use chrono::{TimeZone, Utc};
 use sea_orm::{ConnectionTrait, Database, DatabaseConnection};
-use vitrina::clock::ManualClock;
+use vitrina::clock::{Clock, ManualClock};
 use vitrina::config::DatabaseConfig;
+use vitrina::limits::Limits;
 use vitrina::server::AppState;
 
 /// A database that exists for one test and is removed afterwards.
@@ -117,24 +118,35 @@ pub struct TestApp {
     pub db: DatabaseConnection,
     pub clock: ManualClock,
     pub client: reqwest::Client,
+    statements: Arc<std::sync::atomic::AtomicUsize>,
     /// Keeps the database alive as long as the app.
     _test_db: TestDb,
 }
 
 impl TestApp {
     pub async fn spawn() -> TestApp {
+        Self::spawn_with(Limits::default()).await
+    }
+
+    pub async fn spawn_with(limits: Limits) -> TestApp {
         let test_db = TestDb::new().await;
-        let db = test_db.connect().await;
+        let mut db = test_db.connect().await;
+        let statements = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = statements.clone();
+        db.set_metric_callback(move |_| {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        });
         let clock = ManualClock::new(test_start());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind loopback");
         let addr = listener.local_addr().expect("local addr");
-        let state = AppState {
-            db: db.clone(),
-            clock: Arc::new(clock.clone()),
-            public_url: format!("http://{addr}"),
-        };
+        let state = AppState::new(
+            db.clone(),
+            Arc::new(clock.clone()),
+            format!("http://{addr}"),
+            limits,
+        );
         tokio::spawn(vitrina::server::serve(
             listener,
             state,
@@ -149,6 +161,7 @@ impl TestApp {
             db,
             clock,
             client,
+            statements,
             _test_db: test_db,
         }
     }
@@ -163,5 +176,37 @@ impl TestApp {
             .send()
             .await
             .expect("request")
+    }
+
+    /// GET with `Authorization: Bearer <key>`.
+    pub async fn get_as(&self, key: &str, path: &str) -> reqwest::Response {
+        self.client
+            .get(self.url(path))
+            .bearer_auth(key)
+            .send()
+            .await
+            .expect("request")
+    }
+
+    /// GET as `key`, expecting 200, returning the JSON body.
+    pub async fn json_as(&self, key: &str, path: &str) -> serde_json::Value {
+        let response = self.get_as(key, path).await;
+        let status = response.status();
+        let body: serde_json::Value = response.json().await.expect("JSON body");
+        assert_eq!(status, 200, "GET {path}: {body}");
+        body
+    }
+
+    /// Creates an API key for the account and returns the secret.
+    pub async fn key(&self, account: &str) -> String {
+        vitrina::accounts::create_key(&self.db, account, self.clock.now())
+            .await
+            .expect("create key")
+            .secret
+    }
+
+    /// SQL statements the app's connection has run so far.
+    pub fn statements(&self) -> usize {
+        self.statements.load(std::sync::atomic::Ordering::SeqCst)
     }
 }

@@ -2,6 +2,7 @@
 //! binary, on a fresh database per test (SQLite, or PostgreSQL when
 //! `TEST_DATABASE_URL` is set).
 
+mod fixtures;
 mod helpers;
 
 mod cli;

@@ -1,0 +1,58 @@
+//! Admission of a request: a valid API key, then the per-minute rate limit.
+
+use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
+
+use super::ApiError;
+use crate::accounts::{self, Caller};
+use crate::limits::RateDecision;
+use crate::server::AppState;
+
+/// An admitted caller and where it stands against the rate limit.
+#[derive(Debug, Clone)]
+pub struct Admission {
+    pub caller: Caller,
+    pub rate: RateDecision,
+}
+
+/// The key of an `Authorization: Bearer <key>` header.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, key) = value.trim().split_once(' ')?;
+    let key = key.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !key.is_empty()).then_some(key)
+}
+
+/// Authenticates the key and counts the request against the rate limit.
+/// A refused request carries its rate headers in the error path too.
+pub async fn admit(
+    state: &AppState,
+    headers: &HeaderMap,
+) -> Result<Admission, (ApiError, Option<RateDecision>)> {
+    let key = bearer(headers).ok_or((ApiError::Unauthorized, None))?;
+    let now = state.clock.now();
+    let caller = accounts::authenticate(&state.db, key, now)
+        .await
+        .map_err(|e| (ApiError::internal(e), None))?
+        .ok_or((ApiError::Unauthorized, None))?;
+    let rate = state.rate_limiter.check(caller.account_id, now);
+    if !rate.allowed {
+        return Err((
+            ApiError::RateLimited {
+                retry_after: rate.retry_after,
+            },
+            Some(rate),
+        ));
+    }
+    Ok(Admission { caller, rate })
+}
+
+/// `X-RateLimit-Limit`, `-Remaining` and `-Reset` (Unix seconds when the window ends).
+pub fn rate_headers(rate: &RateDecision, headers: &mut HeaderMap) {
+    for (name, value) in [
+        ("x-ratelimit-limit", i64::from(rate.limit)),
+        ("x-ratelimit-remaining", i64::from(rate.remaining)),
+        ("x-ratelimit-reset", rate.reset_at),
+    ] {
+        headers.insert(HeaderName::from_static(name), HeaderValue::from(value));
+    }
+}

@@ -1,0 +1,159 @@
+//! The error of the HTTP layer and the one place it becomes a response.
+//!
+//! Which error type belongs where:
+//! - handlers and resolvers return [`ApiError`];
+//! - the query layer returns [`crate::query::QueryError`], converted here;
+//! - jobs and the CLI use [`crate::Error`].
+//!
+//! REST answers `{"error": {"code", "message"}}` with the documented status;
+//! GraphQL puts the same code, upper-cased, in `extensions.code`. Internal
+//! causes are logged, never sent.
+
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::query::QueryError;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApiError {
+    /// Missing, malformed, unknown or revoked API key.
+    Unauthorized,
+    MissingParameter(String),
+    InvalidParameter(String),
+    NotFound,
+    MethodNotAllowed,
+    RateLimited {
+        retry_after: i64,
+    },
+    QuotaExceeded {
+        retry_after: i64,
+    },
+    /// Something unexpected; the cause is logged where it is created.
+    Internal,
+}
+
+impl ApiError {
+    /// The snake_case error code of the REST body.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::Unauthorized => "unauthorized",
+            ApiError::MissingParameter(_) => "missing_parameter",
+            ApiError::InvalidParameter(_) => "invalid_parameter",
+            ApiError::NotFound => "not_found",
+            ApiError::MethodNotAllowed => "method_not_allowed",
+            ApiError::RateLimited { .. } => "rate_limited",
+            ApiError::QuotaExceeded { .. } => "quota_exceeded",
+            ApiError::Internal => "internal_error",
+        }
+    }
+
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::MissingParameter(_) | ApiError::InvalidParameter(_) => {
+                StatusCode::BAD_REQUEST
+            }
+            ApiError::NotFound => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::RateLimited { .. } | ApiError::QuotaExceeded { .. } => {
+                StatusCode::TOO_MANY_REQUESTS
+            }
+            ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// One human sentence.
+    pub fn message(&self) -> String {
+        match self {
+            ApiError::Unauthorized => {
+                "A valid API key is required: send Authorization: Bearer <API_KEY>.".into()
+            }
+            ApiError::MissingParameter(m) | ApiError::InvalidParameter(m) => sentence(m),
+            ApiError::NotFound => "The requested resource does not exist.".into(),
+            ApiError::MethodNotAllowed => "Only GET is allowed here.".into(),
+            ApiError::RateLimited { retry_after } => {
+                format!("The per-minute rate limit is exceeded; retry in {retry_after} seconds.")
+            }
+            ApiError::QuotaExceeded { .. } => {
+                "The daily data quota is exceeded; it resets at 00:00 UTC.".into()
+            }
+            ApiError::Internal => "An unexpected error occurred.".into(),
+        }
+    }
+
+    /// Logs an unexpected failure and hides it behind [`ApiError::Internal`].
+    pub fn internal(cause: impl std::fmt::Display) -> ApiError {
+        tracing::error!(error = %cause, "request failed");
+        ApiError::Internal
+    }
+}
+
+fn sentence(text: &str) -> String {
+    let mut out = text.to_owned();
+    if !out.ends_with('.') {
+        out.push('.');
+    }
+    out
+}
+
+impl From<QueryError> for ApiError {
+    fn from(err: QueryError) -> Self {
+        match err {
+            QueryError::Missing(m) => ApiError::MissingParameter(m),
+            QueryError::Invalid(m) => ApiError::InvalidParameter(m),
+            QueryError::NotFound => ApiError::NotFound,
+            QueryError::Database(e) => ApiError::internal(e),
+        }
+    }
+}
+
+impl From<sea_orm::DbErr> for ApiError {
+    fn from(err: sea_orm::DbErr) -> Self {
+        ApiError::internal(err)
+    }
+}
+
+/// The body of every REST error.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorDetail {
+    /// snake_case code, e.g. `invalid_parameter`.
+    pub code: String,
+    /// One human sentence.
+    pub message: String,
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: self.code().into(),
+                message: self.message(),
+            },
+        };
+        let mut response = (self.status(), Json(body)).into_response();
+        let headers = response.headers_mut();
+        match self {
+            ApiError::Unauthorized => {
+                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            ApiError::MethodNotAllowed => {
+                headers.insert(header::ALLOW, HeaderValue::from_static("GET"));
+            }
+            ApiError::RateLimited { retry_after } | ApiError::QuotaExceeded { retry_after } => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+            }
+            _ => {}
+        }
+        response
+    }
+}

@@ -1,0 +1,84 @@
+//! Price history of one product (`GET /products/{id}/price-history`).
+
+use chrono::{DateTime, Utc};
+use entity::{UserAuthStatus, price_observation, product};
+use sea_orm::sea_query::{Expr, Func};
+use sea_orm::{
+    ColumnTrait, Condition, ConnectionTrait, EntityTrait, ExprTrait, PaginatorTrait, QueryFilter,
+    QueryOrder, QuerySelect,
+};
+use uuid::Uuid;
+
+use super::{Page, QueryError};
+use crate::text;
+
+/// Filters of the price history, combined with AND; `from` and `to` are inclusive.
+#[derive(Debug, Clone, Default)]
+pub struct PriceHistoryFilter {
+    /// Compared case-insensitively.
+    pub country_code: Option<String>,
+    pub region_code: Option<String>,
+    pub user_auth_status: Option<UserAuthStatus>,
+    pub from: Option<DateTime<Utc>>,
+    pub to: Option<DateTime<Utc>>,
+}
+
+impl PriceHistoryFilter {
+    pub fn validate(&self) -> Result<(), QueryError> {
+        match (self.from, self.to) {
+            (Some(from), Some(to)) if from > to => {
+                Err(QueryError::Invalid("from must not be after to".into()))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn condition(&self, product_id: Uuid) -> Condition {
+        let mut cond = Condition::all().add(price_observation::Column::ProductId.eq(product_id));
+        if let Some(country) = self.country_code.as_deref().filter(|c| !c.is_empty()) {
+            cond = cond.add(
+                Expr::expr(Func::lower(Expr::col(
+                    price_observation::Column::CountryCode,
+                )))
+                .eq(text::fold(country)),
+            );
+        }
+        if let Some(region) = self.region_code.as_deref().filter(|r| !r.is_empty()) {
+            cond = cond.add(price_observation::Column::RegionCode.eq(region));
+        }
+        if let Some(auth) = self.user_auth_status {
+            cond = cond.add(price_observation::Column::UserAuthStatus.eq(auth));
+        }
+        if let Some(from) = self.from {
+            cond = cond.add(price_observation::Column::RecordedAt.gte(from));
+        }
+        if let Some(to) = self.to {
+            cond = cond.add(price_observation::Column::RecordedAt.lte(to));
+        }
+        cond
+    }
+}
+
+/// One page of observations, newest first (ties by id, newest first), and the
+/// total matching the filter.
+pub async fn history(
+    db: &impl ConnectionTrait,
+    product_id: Uuid,
+    filter: &PriceHistoryFilter,
+    page: Page,
+) -> Result<(Vec<price_observation::Model>, u64), QueryError> {
+    filter.validate()?;
+    if product::Entity::find_by_id(product_id).count(db).await? == 0 {
+        return Err(QueryError::NotFound);
+    }
+    let select = price_observation::Entity::find().filter(filter.condition(product_id));
+    let total = select.clone().count(db).await?;
+    let rows = select
+        .order_by_desc(price_observation::Column::RecordedAt)
+        .order_by_desc(price_observation::Column::Id)
+        .offset(page.offset())
+        .limit(page.page_size)
+        .all(db)
+        .await?;
+    Ok((rows, total))
+}

@@ -1,0 +1,265 @@
+//! Products: the filters of `GET /products`, lookups by id, and the batched
+//! loading of everything a product shows (seller, prices, special prices,
+//! translations) with a constant number of statements per page.
+
+use std::collections::HashMap;
+
+use entity::{
+    Marketplace, TrustStatus, current_price, product, product_category, product_translation,
+    seller, special_price,
+};
+use sea_orm::sea_query::Query;
+use sea_orm::{
+    ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
+    QuerySelect, Select,
+};
+use uuid::Uuid;
+
+use super::{MAX_CONTAINS_LEN, Page, QueryError, contains_pattern};
+use crate::text;
+
+/// The filters of `GET /products`, combined with AND. Empty strings count as absent.
+#[derive(Debug, Clone, Default)]
+pub struct ProductFilter {
+    pub marketplace: Option<Marketplace>,
+    pub seller_id: Option<String>,
+    pub seller_code: Option<String>,
+    pub seller_code_contains: Option<String>,
+    pub external_id: Option<String>,
+    pub url: Option<String>,
+    pub category: Option<String>,
+    pub brand: Option<String>,
+    pub name_contains: Option<String>,
+    pub trust_status: Option<TrustStatus>,
+}
+
+fn given(value: &Option<String>) -> Option<&str> {
+    value.as_deref().filter(|v| !v.is_empty())
+}
+
+impl ProductFilter {
+    /// Checks the documented length limits.
+    pub fn validate(&self) -> Result<(), QueryError> {
+        for (name, value) in [
+            ("seller_code_contains", &self.seller_code_contains),
+            ("name_contains", &self.name_contains),
+        ] {
+            if given(value).is_some_and(|v| v.chars().count() > MAX_CONTAINS_LEN) {
+                return Err(QueryError::Invalid(format!(
+                    "{name} must be at most {MAX_CONTAINS_LEN} characters long"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The WHERE condition; every branch is backed by an index.
+    fn condition(&self) -> Condition {
+        let mut cond = Condition::all();
+        if let Some(m) = self.marketplace {
+            cond = cond.add(product::Column::Marketplace.eq(m));
+        }
+        if let Some(seller_id) = given(&self.seller_id) {
+            let mut sellers = Query::select();
+            sellers
+                .column(seller::Column::Id)
+                .from(seller::Entity)
+                .and_where(seller::Column::SellerId.eq(seller_id));
+            if let Some(m) = self.marketplace {
+                sellers.and_where(seller::Column::Marketplace.eq(m));
+            }
+            cond = cond.add(product::Column::SellerRef.in_subquery(sellers.to_owned()));
+        }
+        if let Some(code) = given(&self.seller_code) {
+            cond = cond.add(product::Column::SellerCode.eq(code));
+        }
+        if let Some(part) = given(&self.seller_code_contains) {
+            cond =
+                cond.add(product::Column::SellerCodeKey.like(contains_pattern(&text::fold(part))));
+        }
+        if let Some(external_id) = given(&self.external_id) {
+            cond = cond.add(product::Column::ExternalId.eq(external_id));
+        }
+        if let Some(url) = given(&self.url) {
+            cond = cond.add(product::Column::Url.eq(text::normalize_url(url)));
+        }
+        if let Some(category) = given(&self.category) {
+            let products = Query::select()
+                .column(product_category::Column::ProductId)
+                .from(product_category::Entity)
+                .and_where(product_category::Column::CategoryKey.eq(text::fold(category)))
+                .to_owned();
+            cond = cond.add(product::Column::Id.in_subquery(products));
+        }
+        if let Some(brand) = given(&self.brand) {
+            cond = cond.add(product::Column::BrandKey.eq(text::fold(brand)));
+        }
+        if let Some(part) = given(&self.name_contains) {
+            cond = cond.add(product::Column::NameSearch.like(contains_pattern(&text::fold(part))));
+        }
+        if let Some(status) = self.trust_status {
+            cond = cond.add(product::Column::TrustStatus.eq(status));
+        }
+        cond
+    }
+
+    /// Matching products, newest first (`first_seen_at` desc, ties by id desc).
+    pub fn select(&self) -> Select<product::Entity> {
+        product::Entity::find()
+            .filter(self.condition())
+            .order_by_desc(product::Column::FirstSeenAt)
+            .order_by_desc(product::Column::Id)
+    }
+}
+
+/// A product with everything its representations show.
+#[derive(Debug, Clone)]
+pub struct ProductView {
+    pub product: product::Model,
+    pub seller: Option<seller::Model>,
+    pub prices: Vec<current_price::Model>,
+    pub special_prices: Vec<special_price::Model>,
+    pub translations: Vec<product_translation::Model>,
+}
+
+/// One page of matching products and whether another page follows. The
+/// extra row fetched answers `has_more`; nothing is counted.
+pub async fn list(
+    db: &impl ConnectionTrait,
+    filter: &ProductFilter,
+    page: Page,
+) -> Result<(Vec<ProductView>, bool), QueryError> {
+    filter.validate()?;
+    let mut rows = filter
+        .select()
+        .offset(page.offset())
+        .limit(page.page_size + 1)
+        .all(db)
+        .await?;
+    let has_more = rows.len() as u64 > page.page_size;
+    rows.truncate(page.page_size as usize);
+    Ok((load_views(db, rows).await?, has_more))
+}
+
+/// One product by internal id.
+pub async fn get(db: &impl ConnectionTrait, id: Uuid) -> Result<ProductView, QueryError> {
+    let product = product::Entity::find_by_id(id)
+        .one(db)
+        .await?
+        .ok_or(QueryError::NotFound)?;
+    Ok(load_views(db, vec![product]).await?.remove(0))
+}
+
+/// Products by id, in the order of `ids` (unknown ids are skipped).
+pub async fn get_many(db: &impl ConnectionTrait, ids: &[Uuid]) -> Result<Vec<ProductView>, DbErr> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut found: HashMap<Uuid, product::Model> = product::Entity::find()
+        .filter(product::Column::Id.is_in(ids.iter().copied()))
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|p| (p.id, p))
+        .collect();
+    let ordered = ids.iter().filter_map(|id| found.remove(id)).collect();
+    load_views(db, ordered).await
+}
+
+/// Attaches sellers, prices, special prices and translations: four
+/// statements whatever the number of products.
+pub async fn load_views(
+    db: &impl ConnectionTrait,
+    products: Vec<product::Model>,
+) -> Result<Vec<ProductView>, DbErr> {
+    if products.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<Uuid> = products.iter().map(|p| p.id).collect();
+    let seller_ids: Vec<Uuid> = products.iter().map(|p| p.seller_ref).collect();
+    let sellers = sellers_by_id(db, &seller_ids).await?;
+    let mut prices = current_prices(db, &ids).await?;
+    let mut special = special_prices(db, &ids).await?;
+    let mut translations = translations(db, &ids).await?;
+    Ok(products
+        .into_iter()
+        .map(|product| ProductView {
+            seller: sellers.get(&product.seller_ref).cloned(),
+            prices: prices.remove(&product.id).unwrap_or_default(),
+            special_prices: special.remove(&product.id).unwrap_or_default(),
+            translations: translations.remove(&product.id).unwrap_or_default(),
+            product,
+        })
+        .collect())
+}
+
+fn group<K: std::hash::Hash + Eq, T>(rows: Vec<T>, key: impl Fn(&T) -> K) -> HashMap<K, Vec<T>> {
+    let mut out: HashMap<K, Vec<T>> = HashMap::new();
+    for row in rows {
+        out.entry(key(&row)).or_default().push(row);
+    }
+    out
+}
+
+pub async fn sellers_by_id(
+    db: &impl ConnectionTrait,
+    ids: &[Uuid],
+) -> Result<HashMap<Uuid, seller::Model>, DbErr> {
+    let mut unique = ids.to_vec();
+    unique.sort_unstable();
+    unique.dedup();
+    Ok(seller::Entity::find()
+        .filter(seller::Column::Id.is_in(unique))
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|s| (s.id, s))
+        .collect())
+}
+
+/// Current prices per product, in a stable order (country, region, auth status).
+pub async fn current_prices(
+    db: &impl ConnectionTrait,
+    ids: &[Uuid],
+) -> Result<HashMap<Uuid, Vec<current_price::Model>>, DbErr> {
+    let mut rows = current_price::Entity::find()
+        .filter(current_price::Column::ProductId.is_in(ids.iter().copied()))
+        .all(db)
+        .await?;
+    // Sorted here, not in SQL: backends disagree on where NULL regions go.
+    rows.sort_by(|a, b| {
+        (&a.country_code, &a.region_code, a.user_auth_status, a.id).cmp(&(
+            &b.country_code,
+            &b.region_code,
+            b.user_auth_status,
+            b.id,
+        ))
+    });
+    Ok(group(rows, |r| r.product_id))
+}
+
+pub async fn special_prices(
+    db: &impl ConnectionTrait,
+    ids: &[Uuid],
+) -> Result<HashMap<Uuid, Vec<special_price::Model>>, DbErr> {
+    let rows = special_price::Entity::find()
+        .filter(special_price::Column::ProductId.is_in(ids.iter().copied()))
+        .order_by_asc(special_price::Column::Id)
+        .all(db)
+        .await?;
+    Ok(group(rows, |r| r.product_id))
+}
+
+/// Translations per product, by language.
+pub async fn translations(
+    db: &impl ConnectionTrait,
+    ids: &[Uuid],
+) -> Result<HashMap<Uuid, Vec<product_translation::Model>>, DbErr> {
+    let rows = product_translation::Entity::find()
+        .filter(product_translation::Column::ProductId.is_in(ids.iter().copied()))
+        .order_by_asc(product_translation::Column::ProductId)
+        .order_by_asc(product_translation::Column::Language)
+        .all(db)
+        .await?;
+    Ok(group(rows, |r| r.product_id))
+}

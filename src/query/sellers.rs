@@ -1,0 +1,115 @@
+//! Seller lookup (`GET /sellers`): by TIN, PSRN, storefront URL, or
+//! marketplace together with the marketplace's seller id.
+
+use entity::{Marketplace, product, seller};
+use sea_orm::sea_query::Expr;
+use sea_orm::{
+    ColumnTrait, Condition, ConnectionTrait, EntityTrait, ExprTrait, QueryFilter, QuerySelect,
+};
+use uuid::Uuid;
+
+use super::QueryError;
+use crate::text;
+
+/// The identifying parameters; every one given must match (AND).
+#[derive(Debug, Clone, Default)]
+pub struct SellerLookup {
+    pub tin: Option<String>,
+    pub psrn: Option<String>,
+    pub url: Option<String>,
+    pub marketplace: Option<Marketplace>,
+    pub seller_id: Option<String>,
+}
+
+/// A seller with the number of its products.
+#[derive(Debug, Clone)]
+pub struct SellerView {
+    pub seller: seller::Model,
+    pub product_count: i64,
+}
+
+fn given(value: &Option<String>) -> Option<&str> {
+    value.as_deref().filter(|v| !v.is_empty())
+}
+
+impl SellerLookup {
+    /// At least one identifying parameter is required: tin; psrn; url; or
+    /// marketplace together with seller_id.
+    pub fn validate(&self) -> Result<(), QueryError> {
+        let pair = self.marketplace.is_some() && given(&self.seller_id).is_some();
+        if given(&self.tin).is_none()
+            && given(&self.psrn).is_none()
+            && given(&self.url).is_none()
+            && !pair
+        {
+            return Err(QueryError::Missing(
+                "an identifying parameter is required: tin, psrn, url, or marketplace with seller_id".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn condition(&self) -> Condition {
+        let mut cond = Condition::all();
+        if let Some(tin) = given(&self.tin) {
+            cond = cond.add(seller::Column::Tin.eq(tin));
+        }
+        if let Some(psrn) = given(&self.psrn) {
+            cond = cond.add(seller::Column::Psrn.eq(psrn));
+        }
+        if let Some(url) = given(&self.url) {
+            cond = cond.add(seller::Column::Url.eq(text::normalize_url(url)));
+        }
+        if let Some(m) = self.marketplace {
+            cond = cond.add(seller::Column::Marketplace.eq(m));
+        }
+        if let Some(id) = given(&self.seller_id) {
+            cond = cond.add(seller::Column::SellerId.eq(id));
+        }
+        cond
+    }
+}
+
+/// Matching sellers ordered by marketplace, then seller id.
+pub async fn find(
+    db: &impl ConnectionTrait,
+    lookup: &SellerLookup,
+) -> Result<Vec<SellerView>, QueryError> {
+    lookup.validate()?;
+    let mut sellers = seller::Entity::find()
+        .filter(lookup.condition())
+        .all(db)
+        .await?;
+    sellers.sort_by(|a, b| {
+        (a.marketplace.as_str(), &a.seller_id).cmp(&(b.marketplace.as_str(), &b.seller_id))
+    });
+    let ids: Vec<Uuid> = sellers.iter().map(|s| s.id).collect();
+    let counts = product_counts(db, &ids).await?;
+    Ok(sellers
+        .into_iter()
+        .map(|seller| SellerView {
+            product_count: counts.get(&seller.id).copied().unwrap_or(0),
+            seller,
+        })
+        .collect())
+}
+
+/// Products per seller, in one grouped statement.
+pub async fn product_counts(
+    db: &impl ConnectionTrait,
+    seller_ids: &[Uuid],
+) -> Result<std::collections::HashMap<Uuid, i64>, sea_orm::DbErr> {
+    if seller_ids.is_empty() {
+        return Ok(Default::default());
+    }
+    let rows: Vec<(Uuid, i64)> = product::Entity::find()
+        .select_only()
+        .column(product::Column::SellerRef)
+        .column_as(Expr::col(product::Column::Id).count(), "n")
+        .filter(product::Column::SellerRef.is_in(seller_ids.iter().copied()))
+        .group_by(product::Column::SellerRef)
+        .into_tuple()
+        .all(db)
+        .await?;
+    Ok(rows.into_iter().collect())
+}

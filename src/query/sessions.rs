@@ -1,0 +1,189 @@
+//! The caller's scrape sessions (`/me/scrapes*`). Every function takes the
+//! account, so another account's session is unreachable: it is simply not found.
+//!
+//! Status and stats are computed live from the submissions with one grouped
+//! statement per page of sessions, never stored.
+
+use std::collections::HashMap;
+
+use entity::{SessionStatus, SubmissionStatus, scrape_session, submission};
+use sea_orm::sea_query::Expr;
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, ExprTrait, PaginatorTrait, QueryFilter,
+    QueryOrder, QuerySelect,
+};
+use uuid::Uuid;
+
+use super::products::{self, ProductView};
+use super::{Page, QueryError};
+
+/// Live per-status counts of a session's submissions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionStats {
+    pub total: i64,
+    pub pending: i64,
+    pub processing: i64,
+    pub merged: i64,
+    pub rejected: i64,
+    pub flagged: i64,
+}
+
+impl SessionStats {
+    fn add(&mut self, status: SubmissionStatus, n: i64) {
+        self.total += n;
+        let slot = match status {
+            SubmissionStatus::Pending => &mut self.pending,
+            SubmissionStatus::Processing => &mut self.processing,
+            SubmissionStatus::Merged => &mut self.merged,
+            SubmissionStatus::Rejected => &mut self.rejected,
+            SubmissionStatus::Flagged => &mut self.flagged,
+        };
+        *slot += n;
+    }
+
+    /// Completed once every submission has left pending and processing; a
+    /// session with no submissions is always processing.
+    pub fn status(&self) -> SessionStatus {
+        if self.total > 0 && self.pending == 0 && self.processing == 0 {
+            SessionStatus::Completed
+        } else {
+            SessionStatus::Processing
+        }
+    }
+}
+
+/// A session with its live stats.
+#[derive(Debug, Clone)]
+pub struct SessionView {
+    pub session: scrape_session::Model,
+    pub stats: SessionStats,
+}
+
+/// One submission of a session; `product` is set only once it is merged.
+#[derive(Debug, Clone)]
+pub struct SessionEntry {
+    pub submission: submission::Model,
+    pub product: Option<ProductView>,
+}
+
+/// Stats of several sessions in one grouped statement.
+pub async fn stats(
+    db: &impl ConnectionTrait,
+    session_ids: &[Uuid],
+) -> Result<HashMap<Uuid, SessionStats>, DbErr> {
+    let mut out: HashMap<Uuid, SessionStats> = session_ids
+        .iter()
+        .map(|id| (*id, SessionStats::default()))
+        .collect();
+    if session_ids.is_empty() {
+        return Ok(out);
+    }
+    let rows: Vec<(Uuid, SubmissionStatus, i64)> = submission::Entity::find()
+        .select_only()
+        .column(submission::Column::SessionId)
+        .column(submission::Column::Status)
+        .column_as(Expr::col(submission::Column::Id).count(), "n")
+        .filter(submission::Column::SessionId.is_in(session_ids.iter().copied()))
+        .group_by(submission::Column::SessionId)
+        .group_by(submission::Column::Status)
+        .into_tuple()
+        .all(db)
+        .await?;
+    for (session_id, status, n) in rows {
+        out.entry(session_id).or_default().add(status, n);
+    }
+    Ok(out)
+}
+
+async fn owned_session(
+    db: &impl ConnectionTrait,
+    account_id: Uuid,
+    id: Uuid,
+) -> Result<scrape_session::Model, QueryError> {
+    scrape_session::Entity::find_by_id(id)
+        .filter(scrape_session::Column::AccountId.eq(account_id))
+        .one(db)
+        .await?
+        .ok_or(QueryError::NotFound)
+}
+
+/// One session of the account.
+pub async fn find_for_account(
+    db: &impl ConnectionTrait,
+    account_id: Uuid,
+    id: Uuid,
+) -> Result<SessionView, QueryError> {
+    let session = owned_session(db, account_id, id).await?;
+    let stats = stats(db, &[id]).await?.remove(&id).unwrap_or_default();
+    Ok(SessionView { session, stats })
+}
+
+/// The account's sessions, most recent first, and their total.
+pub async fn list_for_account(
+    db: &impl ConnectionTrait,
+    account_id: Uuid,
+    page: Page,
+) -> Result<(Vec<SessionView>, u64), QueryError> {
+    let select =
+        scrape_session::Entity::find().filter(scrape_session::Column::AccountId.eq(account_id));
+    let total = select.clone().count(db).await?;
+    let sessions = select
+        .order_by_desc(scrape_session::Column::CreatedAt)
+        .order_by_desc(scrape_session::Column::Id)
+        .offset(page.offset())
+        .limit(page.page_size)
+        .all(db)
+        .await?;
+    let ids: Vec<Uuid> = sessions.iter().map(|s| s.id).collect();
+    let mut stats = stats(db, &ids).await?;
+    let views = sessions
+        .into_iter()
+        .map(|session| SessionView {
+            stats: stats.remove(&session.id).unwrap_or_default(),
+            session,
+        })
+        .collect();
+    Ok((views, total))
+}
+
+/// Every submission of one of the account's sessions in submission order, with
+/// the merged product of each merged one, and the total.
+pub async fn entries_for_account(
+    db: &impl ConnectionTrait,
+    account_id: Uuid,
+    session_id: Uuid,
+    page: Page,
+) -> Result<(Vec<SessionEntry>, u64), QueryError> {
+    owned_session(db, account_id, session_id).await?;
+    let select = submission::Entity::find().filter(submission::Column::SessionId.eq(session_id));
+    let total = select.clone().count(db).await?;
+    let submissions = select
+        .order_by_asc(submission::Column::Id)
+        .offset(page.offset())
+        .limit(page.page_size)
+        .all(db)
+        .await?;
+    let merged_ids: Vec<Uuid> = submissions.iter().filter_map(merged_product).collect();
+    let mut views: HashMap<Uuid, ProductView> = products::get_many(db, &merged_ids)
+        .await?
+        .into_iter()
+        .map(|v| (v.product.id, v))
+        .collect();
+    let entries = submissions
+        .into_iter()
+        .map(|submission| SessionEntry {
+            product: merged_product(&submission).and_then(|id| views.get(&id).cloned()),
+            submission,
+        })
+        .collect();
+    views.clear();
+    Ok((entries, total))
+}
+
+/// The product a submission shows: only merged submissions have one.
+fn merged_product(submission: &submission::Model) -> Option<Uuid> {
+    (submission.status == SubmissionStatus::Merged)
+        .then_some(submission.product_id)
+        .flatten()
+}

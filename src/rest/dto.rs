@@ -1,0 +1,401 @@
+//! The v1 JSON shapes, field for field as the specification documents them.
+//! Every shape forbids unknown fields in the OpenAPI document, so the
+//! contract test catches a field added or dropped by accident.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, NaiveDate, Utc};
+use entity::{Marketplace, SessionStatus, SubmissionStatus, TrustStatus, UserAuthStatus};
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::query::products::ProductView;
+use crate::query::sellers::SellerView;
+use crate::query::sessions::{SessionEntry, SessionStats, SessionView};
+use crate::query::snapshots::{BrandEntry, CategoryEntry};
+
+/// A value of a product attribute: text or a flag.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum AttributeValue {
+    Text(String),
+    Flag(bool),
+}
+
+/// Free key/value attributes.
+pub type Attributes = BTreeMap<String, AttributeValue>;
+
+fn attributes(value: &Value) -> Attributes {
+    let Some(object) = value.as_object() else {
+        return Attributes::new();
+    };
+    object
+        .iter()
+        .map(|(k, v)| {
+            let v = match v {
+                Value::Bool(b) => AttributeValue::Flag(*b),
+                Value::String(s) => AttributeValue::Text(s.clone()),
+                other => AttributeValue::Text(other.to_string()),
+            };
+            (k.clone(), v)
+        })
+        .collect()
+}
+
+/// The seller as shown inside a product.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProductSeller {
+    /// The seller's id on the marketplace.
+    pub id: String,
+    pub name: String,
+    /// The seller's own SKU for this product.
+    pub code: String,
+}
+
+/// One price observation (current prices and price history).
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PriceObservation {
+    /// Country-market variant (marketplace country-domain code).
+    pub country_code: String,
+    /// Region or warehouse; marketplace-native code.
+    #[schema(required = true)]
+    pub region_code: Option<String>,
+    pub user_auth_status: UserAuthStatus,
+    pub price: f64,
+    /// Previous / struck-through price.
+    pub old_price: f64,
+    pub currency: String,
+    #[schema(required = true)]
+    pub stock_status: Option<String>,
+    #[schema(required = true)]
+    pub stock_quantity: Option<i64>,
+    pub recorded_at: DateTime<Utc>,
+}
+
+macro_rules! price_observation_from {
+    ($model:ty) => {
+        impl From<$model> for PriceObservation {
+            fn from(p: $model) -> Self {
+                PriceObservation {
+                    country_code: p.country_code,
+                    region_code: p.region_code,
+                    user_auth_status: p.user_auth_status,
+                    price: p.price,
+                    old_price: p.old_price,
+                    currency: p.currency,
+                    stock_status: p.stock_status,
+                    stock_quantity: p.stock_quantity,
+                    recorded_at: p.recorded_at,
+                }
+            }
+        }
+    };
+}
+price_observation_from!(entity::current_price::Model);
+price_observation_from!(entity::price_observation::Model);
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SpecialPrice {
+    pub country_code: String,
+    /// May be the empty string.
+    pub region_code: String,
+    pub user_auth_status: UserAuthStatus,
+    pub min: f64,
+    pub max: f64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Translation {
+    pub language: String,
+    pub name: String,
+    pub category_path: Vec<String>,
+    pub attributes: Attributes,
+    pub updated_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Product {
+    /// Internal identifier; not a marketplace SKU.
+    pub id: Uuid,
+    pub marketplace: Marketplace,
+    /// The marketplace's own SKU; unique only together with marketplace.
+    pub external_id: String,
+    pub url: String,
+    /// Name in the default language.
+    pub name: String,
+    pub brand: String,
+    /// Category hierarchy, root first, in the default language.
+    pub category_path: Vec<String>,
+    pub attributes: Attributes,
+    pub image_cover: String,
+    pub image_gallery: Vec<String>,
+    #[schema(required = true)]
+    pub video_cover: Option<String>,
+    pub video_gallery: Vec<String>,
+    pub seller: ProductSeller,
+    pub trust_status: TrustStatus,
+    pub price_flagged: bool,
+    /// Current price observations.
+    pub prices: Vec<PriceObservation>,
+    pub special_price: Vec<SpecialPrice>,
+    #[schema(required = true, value_type = Option<Object>)]
+    pub stats: Option<Value>,
+    pub first_seen_language: String,
+    /// Language of name and category_path.
+    pub default_language: String,
+    /// Known-language translations.
+    pub translations: Vec<Translation>,
+    pub first_seen_at: DateTime<Utc>,
+    pub last_seen_at: DateTime<Utc>,
+}
+
+impl From<ProductView> for Product {
+    fn from(view: ProductView) -> Self {
+        let ProductView {
+            product: p,
+            seller,
+            prices,
+            special_prices,
+            translations,
+        } = view;
+        let (seller_id, seller_name) = seller.map(|s| (s.seller_id, s.name)).unwrap_or_default();
+        Product {
+            id: p.id,
+            marketplace: p.marketplace,
+            external_id: p.external_id,
+            url: p.url,
+            name: p.name,
+            brand: p.brand,
+            category_path: p.category_path.0,
+            attributes: attributes(&p.attributes),
+            image_cover: p.image_cover,
+            image_gallery: p.image_gallery.0,
+            video_cover: p.video_cover,
+            video_gallery: p.video_gallery.0,
+            seller: ProductSeller {
+                id: seller_id,
+                name: seller_name,
+                code: p.seller_code,
+            },
+            trust_status: p.trust_status,
+            price_flagged: p.price_flagged,
+            prices: prices.into_iter().map(Into::into).collect(),
+            special_price: special_prices
+                .into_iter()
+                .map(|s| SpecialPrice {
+                    country_code: s.country_code,
+                    region_code: s.region_code,
+                    user_auth_status: s.user_auth_status,
+                    min: s.min,
+                    max: s.max,
+                })
+                .collect(),
+            stats: p.stats,
+            first_seen_language: p.first_seen_language,
+            default_language: p.default_language,
+            translations: translations
+                .into_iter()
+                .map(|t| Translation {
+                    language: t.language,
+                    name: t.name,
+                    category_path: t.category_path.0,
+                    attributes: attributes(&t.attributes),
+                    updated_at: t.updated_at,
+                })
+                .collect(),
+            first_seen_at: p.first_seen_at,
+            last_seen_at: p.last_seen_at,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SellerStats {
+    pub rating: f64,
+    /// YYYY-MM-DD; null when the marketplace does not show it.
+    #[schema(required = true)]
+    pub reg_date: Option<NaiveDate>,
+    pub items_sold: i64,
+    pub reviews_count: i64,
+}
+
+/// A seller record of `GET /sellers`.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Seller {
+    pub marketplace: Marketplace,
+    /// Id on the marketplace.
+    pub seller_id: String,
+    pub name: String,
+    /// Tax identification number.
+    pub tin: String,
+    /// State registration number.
+    pub psrn: String,
+    pub address: String,
+    /// Storefront URL.
+    pub url: String,
+    pub stats: SellerStats,
+    pub product_count: i64,
+    pub first_seen_at: DateTime<Utc>,
+    pub last_seen_at: DateTime<Utc>,
+}
+
+impl From<SellerView> for Seller {
+    fn from(view: SellerView) -> Self {
+        let s = view.seller;
+        Seller {
+            marketplace: s.marketplace,
+            seller_id: s.seller_id,
+            name: s.name,
+            tin: s.tin,
+            psrn: s.psrn,
+            address: s.address,
+            url: s.url,
+            stats: SellerStats {
+                rating: s.rating,
+                reg_date: s.reg_date,
+                items_sold: s.items_sold,
+                reviews_count: s.reviews_count,
+            },
+            product_count: view.product_count,
+            first_seen_at: s.first_seen_at,
+            last_seen_at: s.last_seen_at,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CategoryItem {
+    /// Root first; an entry with an empty path exists.
+    pub category_path: Vec<String>,
+    pub product_count: i64,
+}
+
+impl From<CategoryEntry> for CategoryItem {
+    fn from(e: CategoryEntry) -> Self {
+        CategoryItem {
+            category_path: e.category_path,
+            product_count: e.product_count,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BrandItem {
+    pub brand: String,
+    pub product_count: i64,
+}
+
+impl From<BrandEntry> for BrandItem {
+    fn from(e: BrandEntry) -> Self {
+        BrandItem {
+            brand: e.brand,
+            product_count: e.product_count,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionMetadata {
+    pub source_type: String,
+    pub intent: String,
+    pub url_count: i64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScrapeSession {
+    pub id: Uuid,
+    pub status: SessionStatus,
+    pub stats: SessionStats,
+    pub metadata: SessionMetadata,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<SessionView> for ScrapeSession {
+    fn from(view: SessionView) -> Self {
+        let s = view.session;
+        ScrapeSession {
+            id: s.id,
+            status: view.stats.status(),
+            stats: view.stats,
+            metadata: SessionMetadata {
+                source_type: s.source_type,
+                intent: s.intent,
+                url_count: s.url_count,
+            },
+            created_at: s.created_at,
+            updated_at: s.updated_at,
+        }
+    }
+}
+
+/// One submission of a session; `product` is null until it is merged.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionProduct {
+    pub submission_status: SubmissionStatus,
+    #[schema(required = true)]
+    pub product: Option<Product>,
+}
+
+impl From<SessionEntry> for SessionProduct {
+    fn from(e: SessionEntry) -> Self {
+        SessionProduct {
+            submission_status: e.submission.status,
+            product: e.product.map(Into::into),
+        }
+    }
+}
+
+/// `meta` of `GET /products`: no total (removed 2026-09-05), `has_more` instead.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HasMoreMeta {
+    pub has_more: bool,
+    pub page: u64,
+    pub page_size: u64,
+}
+
+/// `meta` of the other paginated lists.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TotalMeta {
+    pub total: u64,
+    pub page: u64,
+    pub page_size: u64,
+}
+
+/// `{data: [...], meta: {...}}`
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Paged<T, M> {
+    pub data: Vec<T>,
+    pub meta: M,
+}
+
+/// `{data: [...]}` without meta.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct List<T> {
+    pub data: Vec<T>,
+}
+
+/// `{data: <object>}`
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Single<T> {
+    pub data: T,
+}

@@ -1,0 +1,172 @@
+//! `GET /products`, `GET /products/{id}`, `GET /products/{id}/price-history`.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use entity::{Marketplace, TrustStatus, UserAuthStatus};
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use super::dto::{HasMoreMeta, Paged, PriceObservation, Product, Single, TotalMeta};
+use super::params::{self, Params, given, names, one_of};
+use crate::http::ApiError;
+use crate::http::error::ErrorBody;
+use crate::query::prices::{self, PriceHistoryFilter};
+use crate::query::products::{self, ProductFilter};
+use crate::server::AppState;
+
+/// Filters of `GET /products`, combined with AND.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ProductsQuery {
+    /// One of the four marketplaces.
+    #[param(value_type = Option<Marketplace>)]
+    marketplace: Option<String>,
+    /// Seller's id on the marketplace; alone it is not unique across marketplaces.
+    seller_id: Option<String>,
+    /// Seller's or brand's own SKU; exact match.
+    seller_code: Option<String>,
+    /// Case-insensitive substring of seller_code.
+    #[param(max_length = 200)]
+    seller_code_contains: Option<String>,
+    /// Marketplace SKU; unique only with marketplace.
+    external_id: Option<String>,
+    /// Product page URL; query string and fragment are ignored.
+    url: Option<String>,
+    /// Equal (case-insensitive) to any level of category_path, in any known language.
+    category: Option<String>,
+    /// Exact, case-insensitive brand.
+    brand: Option<String>,
+    /// Case-insensitive substring of the name in any known language.
+    #[param(max_length = 200)]
+    name_contains: Option<String>,
+    #[param(value_type = Option<TrustStatus>)]
+    trust_status: Option<String>,
+    /// Page number from 1; invalid values fall back to 1.
+    #[param(value_type = Option<u64>, minimum = 1)]
+    page: Option<String>,
+    /// 1..500; invalid values fall back to 100.
+    #[param(value_type = Option<u64>, minimum = 1, maximum = 500)]
+    page_size: Option<String>,
+}
+
+pub type ProductPage = Paged<Product, HasMoreMeta>;
+
+/// Products matching the filters, newest first (`first_seen_at` desc, then id).
+#[utoipa::path(get, path = "/products", tag = "products", params(ProductsQuery),
+    responses(
+        (status = 200, body = ProductPage),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 429, body = ErrorBody),
+    ),
+    security(("bearerAuth" = [])))]
+pub async fn list(
+    State(state): State<AppState>,
+    Params(q): Params<ProductsQuery>,
+) -> Result<Json<ProductPage>, ApiError> {
+    let filter = ProductFilter {
+        marketplace: one_of(
+            "marketplace",
+            q.marketplace,
+            &names(Marketplace::ALL, Marketplace::as_str),
+        )?,
+        seller_id: given(q.seller_id),
+        seller_code: given(q.seller_code),
+        seller_code_contains: given(q.seller_code_contains),
+        external_id: given(q.external_id),
+        url: given(q.url),
+        category: given(q.category),
+        brand: given(q.brand),
+        name_contains: given(q.name_contains),
+        trust_status: one_of(
+            "trust_status",
+            q.trust_status,
+            &names(TrustStatus::ALL, TrustStatus::as_str),
+        )?,
+    };
+    let page = params::page(q.page, q.page_size);
+    let (views, has_more) = products::list(&state.db, &filter, page).await?;
+    Ok(Json(Paged {
+        data: views.into_iter().map(Product::from).collect(),
+        meta: HasMoreMeta {
+            has_more,
+            page: page.page,
+            page_size: page.page_size,
+        },
+    }))
+}
+
+/// One product by its internal id.
+#[utoipa::path(get, path = "/products/{id}", tag = "products",
+    params(("id" = uuid::Uuid, Path, description = "Internal product id")),
+    responses(
+        (status = 200, body = Single<Product>),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 429, body = ErrorBody),
+    ),
+    security(("bearerAuth" = [])))]
+pub async fn get(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Single<Product>>, ApiError> {
+    let view = products::get(&state.db, params::uuid(&id)?).await?;
+    Ok(Json(Single { data: view.into() }))
+}
+
+/// Filters of the price history, combined with AND.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PriceHistoryQuery {
+    /// One country-market variant; case-insensitive.
+    country_code: Option<String>,
+    /// One region or warehouse; marketplace-native code.
+    region_code: Option<String>,
+    #[param(value_type = Option<UserAuthStatus>)]
+    user_auth_status: Option<String>,
+    /// Start of the range, inclusive; must not be after `to`.
+    #[param(value_type = Option<chrono::DateTime<chrono::Utc>>)]
+    from: Option<String>,
+    /// End of the range, inclusive.
+    #[param(value_type = Option<chrono::DateTime<chrono::Utc>>)]
+    to: Option<String>,
+    #[param(value_type = Option<u64>, minimum = 1)]
+    page: Option<String>,
+    #[param(value_type = Option<u64>, minimum = 1, maximum = 500)]
+    page_size: Option<String>,
+}
+
+pub type PriceHistoryPage = Paged<PriceObservation, TotalMeta>;
+
+/// The full price and stock history of one product, newest first.
+#[utoipa::path(get, path = "/products/{id}/price-history", tag = "products",
+    params(("id" = uuid::Uuid, Path, description = "Internal product id"), PriceHistoryQuery),
+    responses(
+        (status = 200, body = PriceHistoryPage),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 429, body = ErrorBody),
+    ),
+    security(("bearerAuth" = [])))]
+pub async fn price_history(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Params(q): Params<PriceHistoryQuery>,
+) -> Result<Json<PriceHistoryPage>, ApiError> {
+    let id = params::uuid(&id)?;
+    let filter = PriceHistoryFilter {
+        country_code: given(q.country_code),
+        region_code: given(q.region_code),
+        user_auth_status: one_of(
+            "user_auth_status",
+            q.user_auth_status,
+            &names(UserAuthStatus::ALL, UserAuthStatus::as_str),
+        )?,
+        from: params::date_time("from", q.from)?,
+        to: params::date_time("to", q.to)?,
+    };
+    let page = params::page(q.page, q.page_size);
+    let (rows, total) = prices::history(&state.db, id, &filter, page).await?;
+    Ok(Json(Paged {
+        data: rows.into_iter().map(PriceObservation::from).collect(),
+        meta: TotalMeta {
+            total,
+            page: page.page,
+            page_size: page.page_size,
+        },
+    }))
+}

@@ -1,0 +1,131 @@
+//! `GET /me/scrapes`, `GET /me/scrapes/{id}`, `GET /me/scrapes/{id}/products`:
+//! the calling account's own scrape sessions.
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use super::dto::{Paged, ScrapeSession, SessionProduct, Single, TotalMeta};
+use super::params::{self, Params};
+use crate::accounts::Caller;
+use crate::http::ApiError;
+use crate::http::error::ErrorBody;
+use crate::limits::{QuotaOutcome, quota};
+use crate::query::sessions;
+use crate::server::AppState;
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PageQuery {
+    #[param(value_type = Option<u64>, minimum = 1)]
+    page: Option<String>,
+    #[param(value_type = Option<u64>, minimum = 1, maximum = 500)]
+    page_size: Option<String>,
+}
+
+pub type SessionPage = Paged<ScrapeSession, TotalMeta>;
+pub type SessionProductPage = Paged<SessionProduct, TotalMeta>;
+
+/// The caller's scrape sessions, most recent first.
+#[utoipa::path(get, path = "/me/scrapes", tag = "scrapes", params(PageQuery),
+    responses((status = 200, body = SessionPage), (status = 401, body = ErrorBody), (status = 429, body = ErrorBody)),
+    security(("bearerAuth" = [])))]
+pub async fn list(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Params(q): Params<PageQuery>,
+) -> Result<Json<SessionPage>, ApiError> {
+    let page = params::page(q.page, q.page_size);
+    let (views, total) = sessions::list_for_account(&state.db, caller.account_id, page).await?;
+    Ok(Json(Paged {
+        data: views.into_iter().map(ScrapeSession::from).collect(),
+        meta: TotalMeta {
+            total,
+            page: page.page,
+            page_size: page.page_size,
+        },
+    }))
+}
+
+/// One of the caller's sessions; another account's session is not found.
+#[utoipa::path(get, path = "/me/scrapes/{id}", tag = "scrapes",
+    params(("id" = uuid::Uuid, Path, description = "Scrape session id")),
+    responses(
+        (status = 200, body = Single<ScrapeSession>),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 429, body = ErrorBody),
+    ),
+    security(("bearerAuth" = [])))]
+pub async fn get(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Result<Json<Single<ScrapeSession>>, ApiError> {
+    let view = sessions::find_for_account(&state.db, caller.account_id, params::uuid(&id)?).await?;
+    Ok(Json(Single { data: view.into() }))
+}
+
+/// Every submission of one of the caller's sessions in submission order, with
+/// `product` null until merged. Rows with a product count against the daily
+/// quota; a page that would pass it is refused whole and costs nothing.
+#[utoipa::path(get, path = "/me/scrapes/{id}/products", tag = "scrapes",
+    params(("id" = uuid::Uuid, Path, description = "Scrape session id"), PageQuery),
+    responses(
+        (status = 200, body = SessionProductPage,
+            headers(("X-Quota-Limit" = i64, description = "Daily quota in rows"), ("X-Quota-Remaining" = i64, description = "Rows left today"))),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
+        (status = 429, body = ErrorBody, description = "rate_limited or quota_exceeded"),
+    ),
+    security(("bearerAuth" = [])))]
+pub async fn products(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+    Params(q): Params<PageQuery>,
+) -> Result<Response, ApiError> {
+    let id = params::uuid(&id)?;
+    let page = params::page(q.page, q.page_size);
+    let (entries, total) =
+        sessions::entries_for_account(&state.db, caller.account_id, id, page).await?;
+    let rows = entries.iter().filter(|e| e.product.is_some()).count() as i64;
+    let outcome = quota::charge(
+        &state.db,
+        caller.account_id,
+        rows,
+        state.limits.daily_quota,
+        state.clock.now(),
+    )
+    .await?;
+    let (limit, remaining) = match outcome {
+        QuotaOutcome::Charged(charge) => (charge.limit, charge.remaining),
+        QuotaOutcome::Exceeded { limit, retry_after } => {
+            let mut response = ApiError::QuotaExceeded { retry_after }.into_response();
+            quota_headers(response.headers_mut(), limit, 0);
+            return Ok(response);
+        }
+    };
+    let body = Paged {
+        data: entries.into_iter().map(SessionProduct::from).collect(),
+        meta: TotalMeta {
+            total,
+            page: page.page,
+            page_size: page.page_size,
+        },
+    };
+    let mut response = Json(body).into_response();
+    quota_headers(response.headers_mut(), limit, remaining);
+    Ok(response)
+}
+
+fn quota_headers(headers: &mut HeaderMap, limit: i64, remaining: i64) {
+    headers.insert(
+        HeaderName::from_static("x-quota-limit"),
+        HeaderValue::from(limit),
+    );
+    headers.insert(
+        HeaderName::from_static("x-quota-remaining"),
+        HeaderValue::from(remaining),
+    );
+}

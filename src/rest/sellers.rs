@@ -1,0 +1,59 @@
+//! `GET /sellers`.
+
+use axum::Json;
+use axum::extract::State;
+use entity::Marketplace;
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use super::dto::{List, Seller};
+use super::params::{Params, given, names, one_of};
+use crate::http::ApiError;
+use crate::http::error::ErrorBody;
+use crate::query::sellers::{self, SellerLookup};
+use crate::server::AppState;
+
+/// Identifying parameters; at least one of: tin; psrn; url; marketplace with seller_id.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SellersQuery {
+    /// Tax identification number.
+    tin: Option<String>,
+    /// State registration number.
+    psrn: Option<String>,
+    /// Storefront URL; query string and fragment are ignored.
+    url: Option<String>,
+    #[param(value_type = Option<Marketplace>)]
+    marketplace: Option<String>,
+    /// Used together with marketplace.
+    seller_id: Option<String>,
+}
+
+/// Sellers matching every given parameter, ordered by marketplace then seller_id.
+/// One legal entity can sell under one TIN on several marketplaces.
+#[utoipa::path(get, path = "/sellers", tag = "sellers", params(SellersQuery),
+    responses(
+        (status = 200, body = List<Seller>),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 429, body = ErrorBody),
+    ),
+    security(("bearerAuth" = [])))]
+pub async fn find(
+    State(state): State<AppState>,
+    Params(q): Params<SellersQuery>,
+) -> Result<Json<List<Seller>>, ApiError> {
+    let lookup = SellerLookup {
+        tin: given(q.tin),
+        psrn: given(q.psrn),
+        url: given(q.url),
+        marketplace: one_of(
+            "marketplace",
+            q.marketplace,
+            &names(Marketplace::ALL, Marketplace::as_str),
+        )?,
+        seller_id: given(q.seller_id),
+    };
+    let found = sellers::find(&state.db, &lookup).await?;
+    Ok(Json(List {
+        data: found.into_iter().map(Seller::from).collect(),
+    }))
+}

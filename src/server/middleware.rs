@@ -1,0 +1,42 @@
+//! Layers every response passes through: request ids, structured access
+//! logs, compression when the client asks for it, and a bound on request bodies.
+
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{HeaderName, Request, Response};
+use tower_http::classify::ServerErrorsFailureClass;
+use tower_http::compression::CompressionLayer;
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
+use tracing::Span;
+
+/// Request bodies above this are refused with 413.
+pub const MAX_BODY_BYTES: usize = 1 << 20;
+
+const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// Wraps the router. Layers added last run first: a request id is set (or the
+/// client's kept), logged with the request, and echoed in the response.
+pub fn apply(router: Router) -> Router {
+    router
+        .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
+        .layer(CompressionLayer::new())
+        .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(|request: &Request<Body>| {
+                    let id = request.headers().get(&REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("");
+                    tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), request_id = %id)
+                })
+                .on_response(|response: &Response<Body>, latency: Duration, _span: &Span| {
+                    tracing::info!(status = response.status().as_u16(), latency_ms = latency.as_millis() as u64, "served");
+                })
+                .on_failure(|class: ServerErrorsFailureClass, _latency: Duration, _span: &Span| {
+                    tracing::warn!(%class, "request failed");
+                }),
+        )
+        .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+}
