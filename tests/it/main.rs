@@ -7,3 +7,7 @@ mod helpers;
 
 mod cli;
 mod foundation;
+mod rest_access;
+mod rest_contract;
+mod rest_products;
+mod rest_sessions;

@@ -1,0 +1,1 @@
+//! REST v1 tests.
