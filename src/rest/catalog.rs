@@ -6,7 +6,7 @@ use entity::Marketplace;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::dto::{BrandItem, CategoryItem, List};
+use super::dto::{BrandItem, BrandList, CategoryItem, CategoryList};
 use super::params::{Params, names, one_of};
 use crate::http::ApiError;
 use crate::http::error::ErrorBody;
@@ -33,18 +33,18 @@ fn marketplace(value: Option<String>) -> Result<Option<Marketplace>, ApiError> {
 /// Ordered by product_count desc, then path.
 #[utoipa::path(get, path = "/categories", tag = "catalog", params(MarketplaceQuery),
     responses(
-        (status = 200, body = List<CategoryItem>),
+        (status = 200, body = CategoryList),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 429, body = ErrorBody),
     ),
     security(("bearerAuth" = [])))]
 pub async fn categories(
     State(state): State<AppState>,
     Params(q): Params<MarketplaceQuery>,
-) -> Result<Json<List<CategoryItem>>, ApiError> {
+) -> Result<Json<CategoryList>, ApiError> {
     let marketplace = marketplace(q.marketplace)?
         .ok_or_else(|| ApiError::MissingParameter("marketplace is required".into()))?;
     let entries = snapshots::categories(&state.db, marketplace).await?;
-    Ok(Json(List {
+    Ok(Json(CategoryList {
         data: entries.into_iter().map(CategoryItem::from).collect(),
     }))
 }
@@ -54,16 +54,16 @@ pub async fn categories(
 /// snapshot. Ordered by product_count desc, then brand.
 #[utoipa::path(get, path = "/brands", tag = "catalog", params(MarketplaceQuery),
     responses(
-        (status = 200, body = List<BrandItem>),
+        (status = 200, body = BrandList),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 429, body = ErrorBody),
     ),
     security(("bearerAuth" = [])))]
 pub async fn brands(
     State(state): State<AppState>,
     Params(q): Params<MarketplaceQuery>,
-) -> Result<Json<List<BrandItem>>, ApiError> {
+) -> Result<Json<BrandList>, ApiError> {
     let entries = snapshots::brands(&state.db, marketplace(q.marketplace)?).await?;
-    Ok(Json(List {
+    Ok(Json(BrandList {
         data: entries.into_iter().map(BrandItem::from).collect(),
     }))
 }

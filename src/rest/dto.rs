@@ -24,24 +24,28 @@ pub enum AttributeValue {
     Flag(bool),
 }
 
-/// Free key/value attributes.
-pub type Attributes = BTreeMap<String, AttributeValue>;
+/// Free key/value attributes; values are strings or booleans.
+#[derive(Debug, Clone, Default, Serialize, ToSchema)]
+#[serde(transparent)]
+pub struct Attributes(BTreeMap<String, AttributeValue>);
 
 fn attributes(value: &Value) -> Attributes {
     let Some(object) = value.as_object() else {
-        return Attributes::new();
+        return Attributes::default();
     };
-    object
-        .iter()
-        .map(|(k, v)| {
-            let v = match v {
-                Value::Bool(b) => AttributeValue::Flag(*b),
-                Value::String(s) => AttributeValue::Text(s.clone()),
-                other => AttributeValue::Text(other.to_string()),
-            };
-            (k.clone(), v)
-        })
-        .collect()
+    Attributes(
+        object
+            .iter()
+            .map(|(k, v)| {
+                let v = match v {
+                    Value::Bool(b) => AttributeValue::Flag(*b),
+                    Value::String(s) => AttributeValue::Text(s.clone()),
+                    other => AttributeValue::Text(other.to_string()),
+                };
+                (k.clone(), v)
+            })
+            .collect(),
+    )
 }
 
 /// The seller as shown inside a product.
@@ -378,24 +382,53 @@ pub struct TotalMeta {
     pub page_size: u64,
 }
 
-/// `{data: [...], meta: {...}}`
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Paged<T, M> {
-    pub data: Vec<T>,
-    pub meta: M,
+/// Declares a response envelope: `{data: ...}` or `{data: ..., meta: ...}`.
+/// Concrete types (not generics) so each gets its own named schema.
+macro_rules! envelope {
+    ($(#[$doc:meta])* $name:ident { data: $data:ty $(, meta: $meta:ty)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Serialize, ToSchema)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            pub data: $data,
+            $(pub meta: $meta,)?
+        }
+    };
 }
 
-/// `{data: [...]}` without meta.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct List<T> {
-    pub data: Vec<T>,
-}
-
-/// `{data: <object>}`
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Single<T> {
-    pub data: T,
-}
+envelope!(
+    /// `GET /products`
+    ProductPage { data: Vec<Product>, meta: HasMoreMeta }
+);
+envelope!(
+    /// `GET /products/{id}`
+    ProductEnvelope { data: Product }
+);
+envelope!(
+    /// `GET /products/{id}/price-history`
+    PriceHistoryPage { data: Vec<PriceObservation>, meta: TotalMeta }
+);
+envelope!(
+    /// `GET /sellers`
+    SellerList { data: Vec<Seller> }
+);
+envelope!(
+    /// `GET /categories`
+    CategoryList { data: Vec<CategoryItem> }
+);
+envelope!(
+    /// `GET /brands`
+    BrandList { data: Vec<BrandItem> }
+);
+envelope!(
+    /// `GET /me/scrapes`
+    SessionPage { data: Vec<ScrapeSession>, meta: TotalMeta }
+);
+envelope!(
+    /// `GET /me/scrapes/{id}`
+    SessionEnvelope { data: ScrapeSession }
+);
+envelope!(
+    /// `GET /me/scrapes/{id}/products`
+    SessionProductPage { data: Vec<SessionProduct>, meta: TotalMeta }
+);

@@ -6,7 +6,10 @@ use entity::{Marketplace, TrustStatus, UserAuthStatus};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::dto::{HasMoreMeta, Paged, PriceObservation, Product, Single, TotalMeta};
+use super::dto::{
+    HasMoreMeta, PriceHistoryPage, PriceObservation, Product, ProductEnvelope, ProductPage,
+    TotalMeta,
+};
 use super::params::{self, Params, given, names, one_of};
 use crate::http::ApiError;
 use crate::http::error::ErrorBody;
@@ -49,8 +52,6 @@ pub struct ProductsQuery {
     page_size: Option<String>,
 }
 
-pub type ProductPage = Paged<Product, HasMoreMeta>;
-
 /// Products matching the filters, newest first (`first_seen_at` desc, then id).
 #[utoipa::path(get, path = "/products", tag = "products", params(ProductsQuery),
     responses(
@@ -84,7 +85,7 @@ pub async fn list(
     };
     let page = params::page(q.page, q.page_size);
     let (views, has_more) = products::list(&state.db, &filter, page).await?;
-    Ok(Json(Paged {
+    Ok(Json(ProductPage {
         data: views.into_iter().map(Product::from).collect(),
         meta: HasMoreMeta {
             has_more,
@@ -98,16 +99,16 @@ pub async fn list(
 #[utoipa::path(get, path = "/products/{id}", tag = "products",
     params(("id" = uuid::Uuid, Path, description = "Internal product id")),
     responses(
-        (status = 200, body = Single<Product>),
+        (status = 200, body = ProductEnvelope),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 429, body = ErrorBody),
     ),
     security(("bearerAuth" = [])))]
 pub async fn get(
     State(state): State<AppState>,
     Path(id): Path<String>,
-) -> Result<Json<Single<Product>>, ApiError> {
+) -> Result<Json<ProductEnvelope>, ApiError> {
     let view = products::get(&state.db, params::uuid(&id)?).await?;
-    Ok(Json(Single { data: view.into() }))
+    Ok(Json(ProductEnvelope { data: view.into() }))
 }
 
 /// Filters of the price history, combined with AND.
@@ -131,8 +132,6 @@ pub struct PriceHistoryQuery {
     #[param(value_type = Option<u64>, minimum = 1, maximum = 500)]
     page_size: Option<String>,
 }
-
-pub type PriceHistoryPage = Paged<PriceObservation, TotalMeta>;
 
 /// The full price and stock history of one product, newest first.
 #[utoipa::path(get, path = "/products/{id}/price-history", tag = "products",
@@ -161,7 +160,7 @@ pub async fn price_history(
     };
     let page = params::page(q.page, q.page_size);
     let (rows, total) = prices::history(&state.db, id, &filter, page).await?;
-    Ok(Json(Paged {
+    Ok(Json(PriceHistoryPage {
         data: rows.into_iter().map(PriceObservation::from).collect(),
         meta: TotalMeta {
             total,

@@ -8,7 +8,9 @@ use axum::{Extension, Json};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::dto::{Paged, ScrapeSession, SessionProduct, Single, TotalMeta};
+use super::dto::{
+    ScrapeSession, SessionEnvelope, SessionPage, SessionProduct, SessionProductPage, TotalMeta,
+};
 use super::params::{self, Params};
 use crate::accounts::Caller;
 use crate::http::ApiError;
@@ -26,9 +28,6 @@ pub struct PageQuery {
     page_size: Option<String>,
 }
 
-pub type SessionPage = Paged<ScrapeSession, TotalMeta>;
-pub type SessionProductPage = Paged<SessionProduct, TotalMeta>;
-
 /// The caller's scrape sessions, most recent first.
 #[utoipa::path(get, path = "/me/scrapes", tag = "scrapes", params(PageQuery),
     responses((status = 200, body = SessionPage), (status = 401, body = ErrorBody), (status = 429, body = ErrorBody)),
@@ -40,7 +39,7 @@ pub async fn list(
 ) -> Result<Json<SessionPage>, ApiError> {
     let page = params::page(q.page, q.page_size);
     let (views, total) = sessions::list_for_account(&state.db, caller.account_id, page).await?;
-    Ok(Json(Paged {
+    Ok(Json(SessionPage {
         data: views.into_iter().map(ScrapeSession::from).collect(),
         meta: TotalMeta {
             total,
@@ -54,7 +53,7 @@ pub async fn list(
 #[utoipa::path(get, path = "/me/scrapes/{id}", tag = "scrapes",
     params(("id" = uuid::Uuid, Path, description = "Scrape session id")),
     responses(
-        (status = 200, body = Single<ScrapeSession>),
+        (status = 200, body = SessionEnvelope),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 429, body = ErrorBody),
     ),
     security(("bearerAuth" = [])))]
@@ -62,9 +61,9 @@ pub async fn get(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
-) -> Result<Json<Single<ScrapeSession>>, ApiError> {
+) -> Result<Json<SessionEnvelope>, ApiError> {
     let view = sessions::find_for_account(&state.db, caller.account_id, params::uuid(&id)?).await?;
-    Ok(Json(Single { data: view.into() }))
+    Ok(Json(SessionEnvelope { data: view.into() }))
 }
 
 /// Every submission of one of the caller's sessions in submission order, with
@@ -106,7 +105,7 @@ pub async fn products(
             return Ok(response);
         }
     };
-    let body = Paged {
+    let body = SessionProductPage {
         data: entries.into_iter().map(SessionProduct::from).collect(),
         meta: TotalMeta {
             total,

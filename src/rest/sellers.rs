@@ -6,7 +6,7 @@ use entity::Marketplace;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::dto::{List, Seller};
+use super::dto::{Seller, SellerList};
 use super::params::{Params, given, names, one_of};
 use crate::http::ApiError;
 use crate::http::error::ErrorBody;
@@ -33,14 +33,14 @@ pub struct SellersQuery {
 /// One legal entity can sell under one TIN on several marketplaces.
 #[utoipa::path(get, path = "/sellers", tag = "sellers", params(SellersQuery),
     responses(
-        (status = 200, body = List<Seller>),
+        (status = 200, body = SellerList),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 429, body = ErrorBody),
     ),
     security(("bearerAuth" = [])))]
 pub async fn find(
     State(state): State<AppState>,
     Params(q): Params<SellersQuery>,
-) -> Result<Json<List<Seller>>, ApiError> {
+) -> Result<Json<SellerList>, ApiError> {
     let lookup = SellerLookup {
         tin: given(q.tin),
         psrn: given(q.psrn),
@@ -53,7 +53,7 @@ pub async fn find(
         seller_id: given(q.seller_id),
     };
     let found = sellers::find(&state.db, &lookup).await?;
-    Ok(Json(List {
+    Ok(Json(SellerList {
         data: found.into_iter().map(Seller::from).collect(),
     }))
 }
