@@ -42,6 +42,12 @@ pub enum Command {
     /// Manage API keys.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Print the GraphQL schema (SDL), or write it to a file.
+    Schema {
+        /// Write here instead of standard output (e.g. `schema.graphql`).
+        #[arg(long)]
+        out: Option<std::path::PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -74,6 +80,16 @@ pub fn init_tracing() {
 
 impl Cli {
     pub async fn run(self) -> Result<(), Error> {
+        if let Command::Schema { out } = &self.command {
+            let sdl = crate::graphql::sdl();
+            return match out {
+                Some(path) => Ok(std::fs::write(path, sdl)?),
+                None => {
+                    print!("{sdl}");
+                    Ok(())
+                }
+            };
+        }
         let conn = db::connect(&self.database).await?;
         let clock: SharedClock = std::sync::Arc::new(SystemClock);
         match self.command {
@@ -93,6 +109,7 @@ impl Cli {
                 Ok(())
             }
             Command::Keys(command) => keys(&conn, clock.as_ref(), command).await,
+            Command::Schema { .. } => Ok(()),
         }
     }
 }
@@ -134,7 +151,7 @@ async fn serve(
             "try: curl -H 'Authorization: Bearer {key}' '{public_url}/v1/products?page_size=2'"
         );
     }
-    let state = AppState::new(conn, clock, public_url, config.limits());
+    let state = AppState::new(conn, clock, public_url, config.settings());
     server::serve(listener, state, shutdown_signal()).await?;
     Ok(())
 }

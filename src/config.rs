@@ -47,13 +47,60 @@ pub struct ServeConfig {
     /// Daily data quota in rows per account and UTC day (an account may set its own).
     #[arg(long, env = "VITRINA_DAILY_QUOTA", default_value_t = 10_000)]
     pub daily_quota: i64,
+
+    #[command(flatten)]
+    pub graphql: GraphqlConfig,
+}
+
+/// GraphQL limits and GraphiQL.
+#[derive(Debug, Clone, Args)]
+pub struct GraphqlConfig {
+    /// Deepest selection nesting a query may have.
+    #[arg(long = "graphql-max-depth", env = "VITRINA_GRAPHQL_MAX_DEPTH", default_value_t = 10)]
+    pub max_depth: usize,
+
+    /// Highest complexity a query may have (each field costs 1; a connection
+    /// multiplies its children by its page size).
+    #[arg(long = "graphql-max-complexity", env = "VITRINA_GRAPHQL_MAX_COMPLEXITY", default_value_t = 10_000)]
+    pub max_complexity: usize,
+
+    /// Accept batched requests (a JSON array of operations).
+    #[arg(long = "graphql-batching", env = "VITRINA_GRAPHQL_BATCHING", default_value_t = false)]
+    pub batching: bool,
+
+    /// Where GraphiQL loads its scripts from (an unpkg-style layout). Point it at
+    /// a local copy, e.g. a folder served by any static file server, when the
+    /// browser has no internet access.
+    #[arg(long, env = "VITRINA_GRAPHIQL_ASSETS", default_value = "https://unpkg.com")]
+    pub graphiql_assets: String,
+}
+
+impl Default for GraphqlConfig {
+    fn default() -> Self {
+        GraphqlConfig {
+            max_depth: 10,
+            max_complexity: 10_000,
+            batching: false,
+            graphiql_assets: "https://unpkg.com".into(),
+        }
+    }
+}
+
+/// Everything a running server needs besides the database and the clock.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    pub limits: Limits,
+    pub graphql: GraphqlConfig,
 }
 
 impl ServeConfig {
-    pub fn limits(&self) -> Limits {
-        Limits {
-            rate_per_minute: self.rate_limit_per_minute,
-            daily_quota: self.daily_quota,
+    pub fn settings(&self) -> Settings {
+        Settings {
+            limits: Limits {
+                rate_per_minute: self.rate_limit_per_minute,
+                daily_quota: self.daily_quota,
+            },
+            graphql: self.graphql.clone(),
         }
     }
 

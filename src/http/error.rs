@@ -7,7 +7,8 @@
 //!
 //! REST answers `{"error": {"code", "message"}}` with the documented status;
 //! GraphQL puts the same code, upper-cased, in `extensions.code`. Internal
-//! causes are logged, never sent.
+//! causes are logged, never sent: `ApiError` is deliberately not `Display`,
+//! so it cannot become a message by accident.
 
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -112,6 +113,12 @@ impl From<QueryError> for ApiError {
 
 impl From<sea_orm::DbErr> for ApiError {
     fn from(err: sea_orm::DbErr) -> Self {
+        ApiError::internal(err)
+    }
+}
+
+impl From<std::sync::Arc<sea_orm::DbErr>> for ApiError {
+    fn from(err: std::sync::Arc<sea_orm::DbErr>) -> Self {
         ApiError::internal(err)
     }
 }

@@ -5,7 +5,9 @@
 //! between the two surfaces. Account-owned rows (scrape sessions) are reached
 //! only through functions that take the account.
 
+pub mod keyset;
 pub mod prices;
+pub mod top;
 pub mod products;
 pub mod sellers;
 pub mod sessions;
@@ -13,22 +15,25 @@ pub mod snapshots;
 
 use sea_orm::DbErr;
 use sea_orm::sea_query::LikeExpr;
-use thiserror::Error;
 
-/// Errors of the query layer. Surfaces map each variant to their own codes.
-#[derive(Debug, Error)]
+/// Errors of the query layer. Surfaces map each variant to their own codes
+/// (see `crate::http::ApiError`). Deliberately not `Display`: nothing can
+/// print a database error to a client by accident.
+#[derive(Debug)]
 pub enum QueryError {
     /// A required parameter (or one of a required group) is absent.
-    #[error("{0}")]
     Missing(String),
     /// A parameter breaks its documented rule.
-    #[error("{0}")]
     Invalid(String),
     /// The addressed row does not exist or belongs to another account.
-    #[error("not found")]
     NotFound,
-    #[error(transparent)]
-    Database(#[from] DbErr),
+    Database(DbErr),
+}
+
+impl From<DbErr> for QueryError {
+    fn from(err: DbErr) -> Self {
+        QueryError::Database(err)
+    }
 }
 
 /// Offset paging as REST v1 defines it (page from 1, page_size 1..=500).

@@ -9,6 +9,7 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
+use super::keyset::{self, Key, Slice, Window};
 use super::{Page, QueryError};
 use crate::text;
 
@@ -81,4 +82,61 @@ pub async fn history(
         .all(db)
         .await?;
     Ok((rows, total))
+}
+
+/// The ordering key of a price history: newest first, ties by id.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct ObservationKey(pub DateTime<Utc>, pub i64);
+
+impl Key for ObservationKey {
+    fn values(&self) -> Vec<sea_orm::Value> {
+        vec![self.0.into(), self.1.into()]
+    }
+}
+
+impl ObservationKey {
+    pub fn of(o: &price_observation::Model) -> Self {
+        ObservationKey(o.recorded_at, o.id)
+    }
+}
+
+/// A keyset page of one product's price history (GraphQL connections).
+pub async fn connection(
+    db: &impl ConnectionTrait,
+    product_id: Uuid,
+    filter: &PriceHistoryFilter,
+    window: &Window<ObservationKey>,
+) -> Result<Slice<price_observation::Model>, QueryError> {
+    filter.validate()?;
+    let select = price_observation::Entity::find().filter(filter.condition(product_id));
+    let columns = [price_observation::Column::RecordedAt, price_observation::Column::Id];
+    Ok(keyset::fetch(db, select, &columns, sea_orm::Order::Desc, window).await?)
+}
+
+/// How many observations of the product match the filter.
+pub async fn count(db: &impl ConnectionTrait, product_id: Uuid, filter: &PriceHistoryFilter) -> Result<u64, QueryError> {
+    filter.validate()?;
+    Ok(price_observation::Entity::find().filter(filter.condition(product_id)).count(db).await?)
+}
+
+/// The latest `n` observations of each product, newest first, in one statement.
+pub async fn latest(
+    db: &impl ConnectionTrait,
+    product_ids: &[Uuid],
+    n: u64,
+) -> Result<std::collections::HashMap<Uuid, Vec<price_observation::Model>>, sea_orm::DbErr> {
+    let parents: Vec<sea_orm::Value> = product_ids.iter().map(|id| (*id).into()).collect();
+    let rows = super::top::first_n_per_parent::<price_observation::Entity>(
+        db,
+        price_observation::Column::ProductId,
+        &parents,
+        "recorded_at DESC, id DESC",
+        n,
+    )
+    .await?;
+    let mut out: std::collections::HashMap<Uuid, Vec<price_observation::Model>> = Default::default();
+    for row in rows {
+        out.entry(row.product_id).or_default().push(row);
+    }
+    Ok(out)
 }

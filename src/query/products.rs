@@ -15,6 +15,7 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
+use super::keyset::{self, Key, Slice, Window};
 use super::{MAX_CONTAINS_LEN, Page, QueryError, contains_pattern};
 use crate::text;
 
@@ -112,6 +113,52 @@ impl ProductFilter {
     }
 }
 
+/// The ordering key of products: newest first, ties by id.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct ProductKey(pub chrono::DateTime<chrono::Utc>, pub Uuid);
+
+impl Key for ProductKey {
+    fn values(&self) -> Vec<sea_orm::Value> {
+        vec![self.0.into(), self.1.into()]
+    }
+}
+
+impl ProductKey {
+    pub fn of(product: &product::Model) -> Self {
+        ProductKey(product.first_seen_at, product.id)
+    }
+}
+
+/// A keyset page of matching products (GraphQL connections).
+pub async fn connection(
+    db: &impl ConnectionTrait,
+    filter: &ProductFilter,
+    window: &Window<ProductKey>,
+) -> Result<Slice<product::Model>, QueryError> {
+    filter.validate()?;
+    let select = product::Entity::find().filter(filter.condition());
+    let columns = [product::Column::FirstSeenAt, product::Column::Id];
+    Ok(keyset::fetch(db, select, &columns, sea_orm::Order::Desc, window).await?)
+}
+
+/// How many products match (GraphQL `totalCount`; REST has no total here).
+pub async fn count(db: &impl ConnectionTrait, filter: &ProductFilter) -> Result<u64, QueryError> {
+    use sea_orm::PaginatorTrait;
+    filter.validate()?;
+    Ok(product::Entity::find().filter(filter.condition()).count(db).await?)
+}
+
+/// Products by id, keyed by id (dataloaders).
+pub async fn by_ids(db: &impl ConnectionTrait, ids: &[Uuid]) -> Result<HashMap<Uuid, product::Model>, DbErr> {
+    Ok(product::Entity::find()
+        .filter(product::Column::Id.is_in(ids.iter().copied()))
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|p| (p.id, p))
+        .collect())
+}
+
 /// A product with everything its representations show.
 #[derive(Debug, Clone)]
 pub struct ProductView {
@@ -155,13 +202,7 @@ pub async fn get_many(db: &impl ConnectionTrait, ids: &[Uuid]) -> Result<Vec<Pro
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let mut found: HashMap<Uuid, product::Model> = product::Entity::find()
-        .filter(product::Column::Id.is_in(ids.iter().copied()))
-        .all(db)
-        .await?
-        .into_iter()
-        .map(|p| (p.id, p))
-        .collect();
+    let mut found = by_ids(db, ids).await?;
     let ordered = ids.iter().filter_map(|id| found.remove(id)).collect();
     load_views(db, ordered).await
 }
@@ -262,4 +303,22 @@ pub async fn translations(
         .all(db)
         .await?;
     Ok(group(rows, |r| r.product_id))
+}
+
+/// The newest `n` products of each seller (internal seller ids), in one statement.
+pub async fn newest_per_seller(
+    db: &impl ConnectionTrait,
+    seller_ids: &[Uuid],
+    n: u64,
+) -> Result<HashMap<Uuid, Vec<product::Model>>, DbErr> {
+    let parents: Vec<sea_orm::Value> = seller_ids.iter().map(|id| (*id).into()).collect();
+    let rows = super::top::first_n_per_parent::<product::Entity>(
+        db,
+        product::Column::SellerRef,
+        &parents,
+        "first_seen_at DESC, id DESC",
+        n,
+    )
+    .await?;
+    Ok(group(rows, |p| p.seller_ref))
 }

@@ -15,10 +15,11 @@ use sea_orm::{
 use uuid::Uuid;
 
 use super::products::{self, ProductView};
+use super::keyset::{self, Key, Slice, Window};
 use super::{Page, QueryError};
 
 /// Live per-status counts of a session's submissions.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, utoipa::ToSchema, async_graphql::SimpleObject)]
 #[serde(deny_unknown_fields)]
 pub struct SessionStats {
     pub total: i64,
@@ -182,8 +183,66 @@ pub async fn entries_for_account(
 }
 
 /// The product a submission shows: only merged submissions have one.
-fn merged_product(submission: &submission::Model) -> Option<Uuid> {
+pub fn merged_product(submission: &submission::Model) -> Option<Uuid> {
     (submission.status == SubmissionStatus::Merged)
         .then_some(submission.product_id)
         .flatten()
 }
+
+/// The ordering key of sessions: most recent first, ties by id.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct SessionKey(pub chrono::DateTime<chrono::Utc>, pub Uuid);
+
+impl Key for SessionKey {
+    fn values(&self) -> Vec<sea_orm::Value> {
+        vec![self.0.into(), self.1.into()]
+    }
+}
+
+impl SessionKey {
+    pub fn of(s: &scrape_session::Model) -> Self {
+        SessionKey(s.created_at, s.id)
+    }
+}
+
+/// The ordering key of submissions: submission order.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct SubmissionKey(pub i64);
+
+impl Key for SubmissionKey {
+    fn values(&self) -> Vec<sea_orm::Value> {
+        vec![self.0.into()]
+    }
+}
+
+/// A keyset page of the account's sessions, and their total.
+pub async fn connection_for_account(
+    db: &impl ConnectionTrait,
+    account_id: Uuid,
+    window: &Window<SessionKey>,
+) -> Result<(Slice<scrape_session::Model>, u64), QueryError> {
+    let select = scrape_session::Entity::find().filter(scrape_session::Column::AccountId.eq(account_id));
+    let total = select.clone().count(db).await?;
+    let columns = [scrape_session::Column::CreatedAt, scrape_session::Column::Id];
+    Ok((keyset::fetch(db, select, &columns, sea_orm::Order::Desc, window).await?, total))
+}
+
+/// One session of the account, without stats (GraphQL loads stats in batches).
+pub async fn session_for_account(db: &impl ConnectionTrait, account_id: Uuid, id: Uuid) -> Result<scrape_session::Model, QueryError> {
+    owned_session(db, account_id, id).await
+}
+
+/// A keyset page of the submissions of one of the account's sessions, and their total.
+pub async fn submissions_for_account(
+    db: &impl ConnectionTrait,
+    account_id: Uuid,
+    session_id: Uuid,
+    window: &Window<SubmissionKey>,
+) -> Result<(Slice<submission::Model>, u64), QueryError> {
+    owned_session(db, account_id, session_id).await?;
+    let select = submission::Entity::find().filter(submission::Column::SessionId.eq(session_id));
+    let total = select.clone().count(db).await?;
+    let columns = [submission::Column::Id];
+    Ok((keyset::fetch(db, select, &columns, sea_orm::Order::Asc, window).await?, total))
+}
+

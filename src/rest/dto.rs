@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, NaiveDate, Utc};
 use entity::{Marketplace, SessionStatus, SubmissionStatus, TrustStatus, UserAuthStatus};
-use serde::Serialize;
+use async_graphql::SimpleObject;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -17,7 +18,7 @@ use crate::query::sessions::{SessionEntry, SessionStats, SessionView};
 use crate::query::snapshots::{BrandEntry, CategoryEntry};
 
 /// A value of a product attribute: text or a flag.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(untagged)]
 pub enum AttributeValue {
     Text(String),
@@ -25,11 +26,18 @@ pub enum AttributeValue {
 }
 
 /// Free key/value attributes; values are strings or booleans.
-#[derive(Debug, Clone, Default, Serialize, ToSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(transparent)]
 pub struct Attributes(BTreeMap<String, AttributeValue>);
 
-fn attributes(value: &Value) -> Attributes {
+async_graphql::scalar!(
+    Attributes,
+    "Attributes",
+    "Free key/value attributes; values are strings or booleans."
+);
+
+/// Attributes from their stored JSON (numbers, if any, become text).
+pub fn attributes(value: &Value) -> Attributes {
     let Some(object) = value.as_object() else {
         return Attributes::default();
     };
@@ -60,7 +68,7 @@ pub struct ProductSeller {
 }
 
 /// One price observation (current prices and price history).
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema, SimpleObject)]
 #[serde(deny_unknown_fields)]
 pub struct PriceObservation {
     /// Country-market variant (marketplace country-domain code).
@@ -102,7 +110,7 @@ macro_rules! price_observation_from {
 price_observation_from!(entity::current_price::Model);
 price_observation_from!(entity::price_observation::Model);
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema, SimpleObject)]
 #[serde(deny_unknown_fields)]
 pub struct SpecialPrice {
     pub country_code: String,
@@ -113,7 +121,7 @@ pub struct SpecialPrice {
     pub max: f64,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema, SimpleObject)]
 #[serde(deny_unknown_fields)]
 pub struct Translation {
     pub language: String,
@@ -121,6 +129,30 @@ pub struct Translation {
     pub category_path: Vec<String>,
     pub attributes: Attributes,
     pub updated_at: DateTime<Utc>,
+}
+
+impl From<entity::special_price::Model> for SpecialPrice {
+    fn from(s: entity::special_price::Model) -> Self {
+        SpecialPrice {
+            country_code: s.country_code,
+            region_code: s.region_code,
+            user_auth_status: s.user_auth_status,
+            min: s.min,
+            max: s.max,
+        }
+    }
+}
+
+impl From<entity::product_translation::Model> for Translation {
+    fn from(t: entity::product_translation::Model) -> Self {
+        Translation {
+            language: t.language,
+            name: t.name,
+            category_path: t.category_path.0,
+            attributes: attributes(&t.attributes),
+            updated_at: t.updated_at,
+        }
+    }
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -191,36 +223,18 @@ impl From<ProductView> for Product {
             trust_status: p.trust_status,
             price_flagged: p.price_flagged,
             prices: prices.into_iter().map(Into::into).collect(),
-            special_price: special_prices
-                .into_iter()
-                .map(|s| SpecialPrice {
-                    country_code: s.country_code,
-                    region_code: s.region_code,
-                    user_auth_status: s.user_auth_status,
-                    min: s.min,
-                    max: s.max,
-                })
-                .collect(),
+            special_price: special_prices.into_iter().map(Into::into).collect(),
             stats: p.stats,
             first_seen_language: p.first_seen_language,
             default_language: p.default_language,
-            translations: translations
-                .into_iter()
-                .map(|t| Translation {
-                    language: t.language,
-                    name: t.name,
-                    category_path: t.category_path.0,
-                    attributes: attributes(&t.attributes),
-                    updated_at: t.updated_at,
-                })
-                .collect(),
+            translations: translations.into_iter().map(Into::into).collect(),
             first_seen_at: p.first_seen_at,
             last_seen_at: p.last_seen_at,
         }
     }
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema, SimpleObject)]
 #[serde(deny_unknown_fields)]
 pub struct SellerStats {
     pub rating: f64,
@@ -276,8 +290,9 @@ impl From<SellerView> for Seller {
     }
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema, SimpleObject)]
 #[serde(deny_unknown_fields)]
+#[graphql(name = "CategoryEntry")]
 pub struct CategoryItem {
     /// Root first; an entry with an empty path exists.
     pub category_path: Vec<String>,
@@ -293,8 +308,9 @@ impl From<CategoryEntry> for CategoryItem {
     }
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema, SimpleObject)]
 #[serde(deny_unknown_fields)]
+#[graphql(name = "BrandEntry")]
 pub struct BrandItem {
     pub brand: String,
     pub product_count: i64,
@@ -309,7 +325,7 @@ impl From<BrandEntry> for BrandItem {
     }
 }
 
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema, SimpleObject)]
 #[serde(deny_unknown_fields)]
 pub struct SessionMetadata {
     pub source_type: String,

@@ -93,7 +93,7 @@ pub async fn products(
         &state.db,
         caller.account_id,
         rows,
-        state.limits.daily_quota,
+        state.settings.limits.daily_quota,
         state.clock.now(),
     )
     .await?;

@@ -12,7 +12,9 @@ use tokio::net::TcpListener;
 
 use crate::clock::SharedClock;
 use crate::http::ApiError;
-use crate::limits::{Limits, RateLimiter};
+use crate::config::Settings;
+use crate::graphql::VitrinaSchema;
+use crate::limits::RateLimiter;
 
 /// What every request handler can reach.
 #[derive(Clone)]
@@ -21,23 +23,20 @@ pub struct AppState {
     pub clock: SharedClock,
     /// Base address clients reach the service at, without a trailing slash.
     pub public_url: String,
-    pub limits: Limits,
+    pub settings: Settings,
     pub rate_limiter: Arc<RateLimiter>,
+    pub graphql: Arc<VitrinaSchema>,
 }
 
 impl AppState {
-    pub fn new(
-        db: DatabaseConnection,
-        clock: SharedClock,
-        public_url: String,
-        limits: Limits,
-    ) -> Self {
+    pub fn new(db: DatabaseConnection, clock: SharedClock, public_url: String, settings: Settings) -> Self {
         AppState {
             db,
             clock,
             public_url,
-            limits,
-            rate_limiter: Arc::new(RateLimiter::new(limits.rate_per_minute)),
+            rate_limiter: Arc::new(RateLimiter::new(settings.limits.rate_per_minute)),
+            graphql: Arc::new(crate::graphql::schema(&settings.graphql)),
+            settings,
         }
     }
 }
@@ -48,6 +47,7 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .nest("/v1", crate::rest::router(state.clone()))
+        .merge(crate::graphql::router())
         .fallback(not_found)
         .with_state(state);
     middleware::apply(routes)

@@ -9,6 +9,7 @@ use chrono::{TimeZone, Utc};
 use sea_orm::{ConnectionTrait, Database, DatabaseConnection};
 use vitrina::clock::{Clock, ManualClock};
 use vitrina::config::DatabaseConfig;
+use vitrina::config::Settings;
 use vitrina::limits::Limits;
 use vitrina::server::AppState;
 
@@ -145,7 +146,7 @@ impl TestApp {
             db.clone(),
             Arc::new(clock.clone()),
             format!("http://{addr}"),
-            limits,
+            Settings { limits, ..Settings::default() },
         );
         tokio::spawn(vitrina::server::serve(
             listener,

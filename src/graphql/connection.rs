@@ -1,0 +1,67 @@
+//! Relay connections built from the query layer's keyset slices.
+
+use async_graphql::connection::{Connection, Edge, EmptyFields};
+use async_graphql::{OutputType, SimpleObject};
+
+use crate::query::QueryError;
+use crate::query::keyset::{Key, Slice, Window};
+
+/// Relay arguments of a connection field.
+#[derive(Debug, Clone, Default)]
+pub struct Args {
+    pub first: Option<i32>,
+    pub after: Option<String>,
+    pub last: Option<i32>,
+    pub before: Option<String>,
+}
+
+impl Args {
+    pub fn window<K: Key>(&self) -> Result<Window<K>, QueryError> {
+        Window::new(self.after.as_deref(), self.before.as_deref(), self.first.map(i64::from), self.last.map(i64::from))
+    }
+
+    /// Only `first` (or nothing): the shape a batched "first N" loader can answer.
+    pub fn simple_first(&self) -> Option<u64> {
+        let window = self.window::<NoKey>().ok()?;
+        (self.after.is_none() && self.before.is_none() && window.last.is_none())
+            .then(|| window.first.unwrap_or(crate::query::keyset::DEFAULT_PAGE))
+    }
+}
+
+/// Key type for validating sizes when no cursor is involved.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+struct NoKey;
+
+impl Key for NoKey {
+    fn values(&self) -> Vec<sea_orm::Value> {
+        Vec::new()
+    }
+}
+
+/// `totalCount` known up front.
+#[derive(SimpleObject)]
+pub struct Total {
+    /// Rows in the whole list, across all pages.
+    pub total_count: u64,
+}
+
+pub type Conn<N, A = EmptyFields> = Connection<String, N, A, EmptyFields>;
+
+/// Turns a slice into a connection, with `cursor` computed per row.
+pub fn from_slice<T, N: OutputType, A: async_graphql::ObjectType>(
+    slice: Slice<T>,
+    additional: A,
+    cursor: impl Fn(&T) -> String,
+    node: impl Fn(T) -> N,
+) -> Conn<N, A> {
+    let mut connection = Connection::with_additional_fields(slice.has_previous, slice.has_next, additional);
+    connection.edges.extend(slice.items.into_iter().map(|item| Edge::new(cursor(&item), node(item))));
+    connection
+}
+
+/// A "first N" batch answer (fetched with one extra row) as a connection slice.
+pub fn first_n<T>(mut rows: Vec<T>, n: u64) -> Slice<T> {
+    let has_next = rows.len() as u64 > n;
+    rows.truncate(n as usize);
+    Slice { items: rows, has_previous: false, has_next }
+}

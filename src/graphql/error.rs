@@ -1,0 +1,26 @@
+//! GraphQL errors: the same [`ApiError`] situations as REST, with the code
+//! upper-cased in `extensions.code` and no internal text.
+
+use async_graphql::ErrorExtensions;
+
+use crate::http::ApiError;
+use crate::query::QueryError;
+
+/// Converts any error of the lower layers into a GraphQL error.
+pub fn gql(err: impl Into<ApiError>) -> async_graphql::Error {
+    let err: ApiError = err.into();
+    let code = err.code().to_uppercase();
+    async_graphql::Error::new(err.message()).extend_with(|_, ext| ext.set("code", code))
+}
+
+impl From<QueryError> for async_graphql::Error {
+    fn from(err: QueryError) -> Self {
+        gql(err)
+    }
+}
+
+impl From<ApiError> for async_graphql::Error {
+    fn from(err: ApiError) -> Self {
+        gql(err)
+    }
+}

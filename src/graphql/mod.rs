@@ -1,0 +1,155 @@
+//! GraphQL (`/graphql`): the same data as REST v1 through the same query
+//! layer, with dataloaders, Relay connections over keyset cursors, depth and
+//! complexity limits, and GraphiQL for browsers.
+//!
+//! Over HTTP: POST with JSON, GET for queries; the response is
+//! `application/graphql-response+json` when the client accepts it (then a
+//! request that cannot run is a 400), else `application/json`. Batching is
+//! off unless enabled. A request without a valid key is refused with HTTP 401
+//! and `extensions.code = "UNAUTHORIZED"`; every request counts against the
+//! per-minute rate limit.
+
+mod connection;
+mod error;
+mod graphiql;
+mod loaders;
+mod product;
+mod query;
+mod seller;
+mod session;
+
+use std::sync::Arc;
+
+use async_graphql::extensions::Analyzer;
+use async_graphql::{BatchRequest, BatchResponse, EmptyMutation, EmptySubscription, Schema};
+use async_graphql_axum::GraphQLBatchRequest;
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+
+use crate::accounts::Caller;
+use crate::config::GraphqlConfig;
+use crate::http::{ApiError, access};
+use crate::query::keyset::{DEFAULT_PAGE, MAX_PAGE};
+use crate::server::AppState;
+
+pub use error::gql;
+use loaders::Loaders;
+use query::QueryRoot;
+
+pub type VitrinaSchema = Schema<QueryRoot, EmptyMutation, EmptySubscription>;
+
+/// What resolvers reach through the context.
+pub struct RequestData {
+    pub state: AppState,
+    pub caller: Caller,
+    pub loaders: Loaders,
+}
+
+fn request<'a>(ctx: &async_graphql::Context<'a>) -> &'a RequestData {
+    ctx.data_unchecked::<Arc<RequestData>>()
+}
+
+/// Complexity of a connection field: its children times the page size.
+pub fn connection_cost(first: Option<i32>, last: Option<i32>, child: usize) -> usize {
+    let size = first.or(last).unwrap_or(DEFAULT_PAGE as i32).clamp(0, MAX_PAGE as i32) as usize;
+    size.saturating_mul(child).saturating_add(1)
+}
+
+/// The schema with the configured limits. The cost of each query is reported
+/// in `extensions.analyzer` (`complexity`, `depth`).
+pub fn schema(config: &GraphqlConfig) -> VitrinaSchema {
+    Schema::build(QueryRoot, EmptyMutation, EmptySubscription)
+        .limit_depth(config.max_depth)
+        .limit_complexity(config.max_complexity)
+        .extension(Analyzer)
+        .finish()
+}
+
+/// The SDL checked in as `schema.graphql`.
+pub fn sdl() -> String {
+    schema(&GraphqlConfig::default()).sdl()
+}
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/graphql", get(get_graphql).post(post_graphql))
+}
+
+fn accepts(headers: &HeaderMap, media: &str) -> bool {
+    headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|v| v.contains(media))
+}
+
+const GRAPHQL_RESPONSE: &str = "application/graphql-response+json";
+
+/// Browsers get GraphiQL; a query string is executed as a query.
+async fn get_graphql(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
+    let query = uri.query().unwrap_or_default();
+    if query.is_empty() && accepts(&headers, "text/html") {
+        return Html(graphiql::page(&state.settings.graphql.graphiql_assets)).into_response();
+    }
+    match async_graphql::http::parse_query_string(query) {
+        Ok(request) => execute(&state, &headers, BatchRequest::Single(request)).await,
+        Err(e) => request_error(&headers, StatusCode::BAD_REQUEST, &format!("Unreadable GraphQL request: {e}.")),
+    }
+}
+
+async fn post_graphql(State(state): State<AppState>, headers: HeaderMap, batch: GraphQLBatchRequest) -> Response {
+    execute(&state, &headers, batch.into_inner()).await
+}
+
+async fn execute(state: &AppState, headers: &HeaderMap, batch: BatchRequest) -> Response {
+    if matches!(batch, BatchRequest::Batch(_)) && !state.settings.graphql.batching {
+        return request_error(headers, StatusCode::BAD_REQUEST, "Batched requests are not enabled on this server.");
+    }
+    let admission = match access::admit(state, headers).await {
+        Ok(admission) => admission,
+        Err((error, rate)) => {
+            let mut response = api_error(headers, &error);
+            if let Some(rate) = rate {
+                access::rate_headers(&rate, response.headers_mut());
+            }
+            return response;
+        }
+    };
+    let data = Arc::new(RequestData { state: state.clone(), caller: admission.caller, loaders: Loaders::new(&state.db) });
+    let batch = match batch {
+        BatchRequest::Single(r) => BatchRequest::Single(r.data(data)),
+        BatchRequest::Batch(rs) => BatchRequest::Batch(rs.into_iter().map(|r| r.data(data.clone())).collect()),
+    };
+    let response = state.graphql.execute_batch(batch).await;
+    let mut http = respond(headers, &response);
+    access::rate_headers(&admission.rate, http.headers_mut());
+    http
+}
+
+/// Serializes a response in the media type the client accepts.
+fn respond(headers: &HeaderMap, response: &BatchResponse) -> Response {
+    let modern = accepts(headers, GRAPHQL_RESPONSE);
+    let failed_whole = matches!(response, BatchResponse::Single(r) if r.data == async_graphql::Value::Null && !r.errors.is_empty());
+    let status = if modern && failed_whole { StatusCode::BAD_REQUEST } else { StatusCode::OK };
+    let body = serde_json::to_vec(response).unwrap_or_default();
+    let media = if modern { GRAPHQL_RESPONSE } else { "application/json" };
+    (status, [(header::CONTENT_TYPE, HeaderValue::from_static(media))], body).into_response()
+}
+
+fn error_body(message: &str, code: &str) -> serde_json::Value {
+    serde_json::json!({ "errors": [{ "message": message, "extensions": { "code": code } }] })
+}
+
+/// A refusal before execution (auth, rate limit), with REST's status and headers.
+fn api_error(headers: &HeaderMap, error: &ApiError) -> Response {
+    let mut response = error.clone().into_response();
+    let body = error_body(&error.message(), &error.code().to_uppercase());
+    let media = if accepts(headers, GRAPHQL_RESPONSE) { GRAPHQL_RESPONSE } else { "application/json" };
+    *response.body_mut() = body.to_string().into();
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(media));
+    response
+}
+
+fn request_error(headers: &HeaderMap, status: StatusCode, message: &str) -> Response {
+    let body = error_body(message, "BAD_REQUEST");
+    let media = if accepts(headers, GRAPHQL_RESPONSE) { GRAPHQL_RESPONSE } else { "application/json" };
+    (status, [(header::CONTENT_TYPE, HeaderValue::from_static(media))], body.to_string()).into_response()
+}

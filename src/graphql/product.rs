@@ -1,0 +1,236 @@
+//! Products and what hangs off them.
+
+use async_graphql::{Context, InputObject, Json, Object, Result};
+use chrono::{DateTime, Utc};
+use entity::{Marketplace, TrustStatus, UserAuthStatus, product};
+use uuid::Uuid;
+
+use super::connection::{self, Args, Conn};
+use super::error::gql;
+use super::request;
+use super::seller::Seller;
+use crate::query::keyset::Key;
+use crate::query::prices::{self, ObservationKey, PriceHistoryFilter};
+use crate::query::products::{self, ProductFilter, ProductKey};
+use crate::rest::dto::{self, Attributes, PriceObservation, SpecialPrice, Translation};
+
+/// Filters of products, combined with AND; the same rules as REST `GET /v1/products`.
+#[derive(Debug, Clone, Default, InputObject)]
+pub struct ProductFilterInput {
+    pub marketplace: Option<Marketplace>,
+    /// Seller's id on the marketplace; alone it is not unique across marketplaces.
+    pub seller_id: Option<String>,
+    /// Seller's or brand's own SKU; exact match.
+    pub seller_code: Option<String>,
+    /// Case-insensitive substring of the seller code (at most 200 characters).
+    pub seller_code_contains: Option<String>,
+    /// Marketplace SKU; unique only with marketplace.
+    pub external_id: Option<String>,
+    /// Product page URL; query string and fragment are ignored.
+    pub url: Option<String>,
+    /// Equal (case-insensitive) to any level of the category path, in any known language.
+    pub category: Option<String>,
+    /// Exact, case-insensitive brand.
+    pub brand: Option<String>,
+    /// Case-insensitive substring of the name in any known language (at most 200 characters).
+    pub name_contains: Option<String>,
+    pub trust_status: Option<TrustStatus>,
+}
+
+impl From<ProductFilterInput> for ProductFilter {
+    fn from(f: ProductFilterInput) -> Self {
+        ProductFilter {
+            marketplace: f.marketplace,
+            seller_id: f.seller_id,
+            seller_code: f.seller_code,
+            seller_code_contains: f.seller_code_contains,
+            external_id: f.external_id,
+            url: f.url,
+            category: f.category,
+            brand: f.brand,
+            name_contains: f.name_contains,
+            trust_status: f.trust_status,
+        }
+    }
+}
+
+/// Filters of a price history, combined with AND; `from` and `to` are inclusive.
+#[derive(Debug, Clone, Default, InputObject)]
+pub struct PriceHistoryFilterInput {
+    /// One country-market variant; case-insensitive.
+    pub country_code: Option<String>,
+    /// One region or warehouse; marketplace-native code.
+    pub region_code: Option<String>,
+    pub user_auth_status: Option<UserAuthStatus>,
+    /// Start of the range; must not be after `to`.
+    pub from: Option<DateTime<Utc>>,
+    pub to: Option<DateTime<Utc>>,
+}
+
+impl From<PriceHistoryFilterInput> for PriceHistoryFilter {
+    fn from(f: PriceHistoryFilterInput) -> Self {
+        PriceHistoryFilter {
+            country_code: f.country_code,
+            region_code: f.region_code,
+            user_auth_status: f.user_auth_status,
+            from: f.from,
+            to: f.to,
+        }
+    }
+}
+
+/// `totalCount` of a product list, counted only when asked for.
+pub struct ProductTotal(pub ProductFilter);
+
+#[Object]
+impl ProductTotal {
+    /// Products matching the filter, across all pages.
+    async fn total_count(&self, ctx: &Context<'_>) -> Result<u64> {
+        Ok(products::count(&request(ctx).state.db, &self.0).await?)
+    }
+}
+
+/// `totalCount` of a price history, counted only when asked for.
+pub struct PriceTotal(pub Uuid, pub PriceHistoryFilter);
+
+#[Object]
+impl PriceTotal {
+    /// Observations matching the filter, across all pages.
+    async fn total_count(&self, ctx: &Context<'_>) -> Result<u64> {
+        Ok(prices::count(&request(ctx).state.db, self.0, &self.1).await?)
+    }
+}
+
+pub type ProductConnection = Conn<Product, ProductTotal>;
+pub type PriceConnection = Conn<PriceObservation, PriceTotal>;
+
+/// Products as a connection, newest first.
+pub async fn product_connection(ctx: &Context<'_>, filter: ProductFilter, args: &Args) -> Result<ProductConnection> {
+    let slice = products::connection(&request(ctx).state.db, &filter, &args.window()?).await?;
+    Ok(connection::from_slice(slice, ProductTotal(filter), |p| ProductKey::of(p).encode(), Product))
+}
+
+/// One product's price history as a connection, newest first. The plain
+/// "latest N" shape is batched across products.
+pub async fn price_connection(ctx: &Context<'_>, product_id: Uuid, filter: Option<PriceHistoryFilterInput>, args: &Args) -> Result<PriceConnection> {
+    let req = request(ctx);
+    let slice = match (args.simple_first(), &filter) {
+        (Some(n), None) => {
+            let rows = req.loaders.latest_prices.load_one((product_id, n + 1)).await.map_err(gql)?.unwrap_or_default();
+            connection::first_n(rows, n)
+        }
+        _ => {
+            let filter: PriceHistoryFilter = filter.clone().unwrap_or_default().into();
+            prices::connection(&req.state.db, product_id, &filter, &args.window()?).await?
+        }
+    };
+    let filter = filter.unwrap_or_default().into();
+    Ok(connection::from_slice(slice, PriceTotal(product_id, filter), |o| ObservationKey::of(o).encode(), PriceObservation::from))
+}
+
+/// A product on one of the marketplaces.
+pub struct Product(pub product::Model);
+
+#[Object]
+impl Product {
+    /// Internal identifier; not a marketplace SKU.
+    async fn id(&self) -> Uuid {
+        self.0.id
+    }
+    async fn marketplace(&self) -> Marketplace {
+        self.0.marketplace
+    }
+    /// The marketplace's own SKU; unique only together with marketplace.
+    async fn external_id(&self) -> &str {
+        &self.0.external_id
+    }
+    /// Product page URL (normalized).
+    async fn url(&self) -> &str {
+        &self.0.url
+    }
+    /// Name in the default language.
+    async fn name(&self) -> &str {
+        &self.0.name
+    }
+    async fn brand(&self) -> &str {
+        &self.0.brand
+    }
+    /// Category hierarchy, root first, in the default language.
+    async fn category_path(&self) -> &[String] {
+        &self.0.category_path.0
+    }
+    async fn attributes(&self) -> Attributes {
+        dto::attributes(&self.0.attributes)
+    }
+    async fn image_cover(&self) -> &str {
+        &self.0.image_cover
+    }
+    async fn image_gallery(&self) -> &[String] {
+        &self.0.image_gallery.0
+    }
+    async fn video_cover(&self) -> Option<&str> {
+        self.0.video_cover.as_deref()
+    }
+    async fn video_gallery(&self) -> &[String] {
+        &self.0.video_gallery.0
+    }
+    /// The full seller record.
+    async fn seller(&self, ctx: &Context<'_>) -> Result<Option<Seller>> {
+        let view = request(ctx).loaders.sellers.load_one(self.0.seller_ref).await.map_err(gql)?;
+        Ok(view.map(Seller))
+    }
+    /// The seller's own SKU for this product.
+    async fn seller_code(&self) -> &str {
+        &self.0.seller_code
+    }
+    async fn trust_status(&self) -> TrustStatus {
+        self.0.trust_status
+    }
+    async fn price_flagged(&self) -> bool {
+        self.0.price_flagged
+    }
+    /// Current price observations, one per country, region and auth status.
+    async fn prices(&self, ctx: &Context<'_>) -> Result<Vec<PriceObservation>> {
+        let rows = request(ctx).loaders.prices.load_one(self.0.id).await.map_err(gql)?;
+        Ok(rows.unwrap_or_default().into_iter().map(Into::into).collect())
+    }
+    async fn special_prices(&self, ctx: &Context<'_>) -> Result<Vec<SpecialPrice>> {
+        let rows = request(ctx).loaders.special_prices.load_one(self.0.id).await.map_err(gql)?;
+        Ok(rows.unwrap_or_default().into_iter().map(Into::into).collect())
+    }
+    /// Statistics, when known.
+    async fn stats(&self) -> Option<Json<serde_json::Value>> {
+        self.0.stats.clone().map(Json)
+    }
+    async fn first_seen_language(&self) -> &str {
+        &self.0.first_seen_language
+    }
+    /// Language of name and categoryPath.
+    async fn default_language(&self) -> &str {
+        &self.0.default_language
+    }
+    /// Known-language translations.
+    async fn translations(&self, ctx: &Context<'_>) -> Result<Vec<Translation>> {
+        let rows = request(ctx).loaders.translations.load_one(self.0.id).await.map_err(gql)?;
+        Ok(rows.unwrap_or_default().into_iter().map(Into::into).collect())
+    }
+    async fn first_seen_at(&self) -> DateTime<Utc> {
+        self.0.first_seen_at
+    }
+    async fn last_seen_at(&self) -> DateTime<Utc> {
+        self.0.last_seen_at
+    }
+    /// The full price and stock history, newest first.
+    #[graphql(complexity = "super::connection_cost(first, last, child_complexity)")]
+    async fn price_history(
+        &self,
+        ctx: &Context<'_>,
+        filter: Option<PriceHistoryFilterInput>,
+        first: Option<i32>,
+        after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
+    ) -> Result<PriceConnection> {
+        price_connection(ctx, self.0.id, filter, &Args { first, after, last, before }).await
+    }
+}

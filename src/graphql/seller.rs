@@ -1,0 +1,105 @@
+//! Sellers.
+
+use async_graphql::{Context, InputObject, Object, Result};
+use chrono::{DateTime, Utc};
+use entity::Marketplace;
+
+use super::connection::{self, Args};
+use super::error::gql;
+use super::product::{Product, ProductConnection, ProductTotal, product_connection};
+use super::request;
+use crate::query::keyset::Key;
+use crate::query::products::{ProductFilter, ProductKey};
+use crate::query::sellers::{SellerLookup, SellerView};
+use crate::rest::dto::SellerStats;
+
+/// Identifying parameters of a seller lookup: at least one of tin; psrn; url;
+/// marketplace together with sellerId. Every one given must match.
+#[derive(Debug, Clone, Default, InputObject)]
+pub struct SellerLookupInput {
+    /// Tax identification number.
+    pub tin: Option<String>,
+    /// State registration number.
+    pub psrn: Option<String>,
+    /// Storefront URL; query string and fragment are ignored.
+    pub url: Option<String>,
+    pub marketplace: Option<Marketplace>,
+    /// Used together with marketplace.
+    pub seller_id: Option<String>,
+}
+
+impl From<SellerLookupInput> for SellerLookup {
+    fn from(l: SellerLookupInput) -> Self {
+        SellerLookup { tin: l.tin, psrn: l.psrn, url: l.url, marketplace: l.marketplace, seller_id: l.seller_id }
+    }
+}
+
+/// A seller on one marketplace.
+pub struct Seller(pub SellerView);
+
+#[Object]
+impl Seller {
+    async fn marketplace(&self) -> Marketplace {
+        self.0.seller.marketplace
+    }
+    /// Id on the marketplace.
+    async fn seller_id(&self) -> &str {
+        &self.0.seller.seller_id
+    }
+    async fn name(&self) -> &str {
+        &self.0.seller.name
+    }
+    /// Tax identification number.
+    async fn tin(&self) -> &str {
+        &self.0.seller.tin
+    }
+    /// State registration number (legal entity or sole trader).
+    async fn psrn(&self) -> &str {
+        &self.0.seller.psrn
+    }
+    async fn address(&self) -> &str {
+        &self.0.seller.address
+    }
+    /// Storefront URL.
+    async fn url(&self) -> &str {
+        &self.0.seller.url
+    }
+    async fn stats(&self) -> SellerStats {
+        let s = &self.0.seller;
+        SellerStats { rating: s.rating, reg_date: s.reg_date, items_sold: s.items_sold, reviews_count: s.reviews_count }
+    }
+    async fn product_count(&self) -> i64 {
+        self.0.product_count
+    }
+    async fn first_seen_at(&self) -> DateTime<Utc> {
+        self.0.seller.first_seen_at
+    }
+    async fn last_seen_at(&self) -> DateTime<Utc> {
+        self.0.seller.last_seen_at
+    }
+    /// The seller's products, newest first.
+    #[graphql(complexity = "super::connection_cost(first, last, child_complexity)")]
+    async fn products(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
+    ) -> Result<ProductConnection> {
+        let args = Args { first, after, last, before };
+        let filter = ProductFilter {
+            marketplace: Some(self.0.seller.marketplace),
+            seller_id: Some(self.0.seller.seller_id.clone()),
+            ..Default::default()
+        };
+        match args.simple_first() {
+            Some(n) => {
+                let key = (self.0.seller.id, n + 1);
+                let rows = request(ctx).loaders.seller_products.load_one(key).await.map_err(gql)?.unwrap_or_default();
+                Ok(connection::from_slice(connection::first_n(rows, n), ProductTotal(filter), |p| ProductKey::of(p).encode(), Product))
+            }
+            None => product_connection(ctx, filter, &args).await,
+        }
+    }
+}

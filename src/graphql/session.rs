@@ -1,0 +1,122 @@
+//! The caller's own scrape sessions, reached only through `me`.
+
+use async_graphql::{Context, Object, Result};
+use chrono::{DateTime, Utc};
+use entity::{SessionStatus, SubmissionStatus, scrape_session, submission};
+use uuid::Uuid;
+
+use super::connection::{self, Args, Conn, Total};
+use super::error::gql;
+use super::product::Product;
+use super::request;
+use crate::http::ApiError;
+use crate::limits::{QuotaOutcome, quota};
+use crate::query::keyset::Key;
+use crate::query::sessions::{self, SessionKey, SessionStats, SubmissionKey};
+use crate::rest::dto::SessionMetadata;
+
+/// The calling account.
+pub struct Me;
+
+#[Object]
+impl Me {
+    /// The account's id.
+    async fn id(&self, ctx: &Context<'_>) -> Uuid {
+        request(ctx).caller.account_id
+    }
+
+    /// The account's scrape sessions, most recent first.
+    #[graphql(complexity = "super::connection_cost(first, last, child_complexity)")]
+    async fn scrape_sessions(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
+    ) -> Result<Conn<ScrapeSession, Total>> {
+        let req = request(ctx);
+        let window = Args { first, after, last, before }.window()?;
+        let (slice, total) = sessions::connection_for_account(&req.state.db, req.caller.account_id, &window).await?;
+        Ok(connection::from_slice(slice, Total { total_count: total }, |s| SessionKey::of(s).encode(), ScrapeSession))
+    }
+
+    /// One of the account's sessions; another account's session is NOT_FOUND.
+    async fn scrape_session(&self, ctx: &Context<'_>, id: Uuid) -> Result<ScrapeSession> {
+        let req = request(ctx);
+        Ok(ScrapeSession(sessions::session_for_account(&req.state.db, req.caller.account_id, id).await?))
+    }
+}
+
+/// One scraper call (a page or a bulk run).
+pub struct ScrapeSession(pub scrape_session::Model);
+
+impl ScrapeSession {
+    async fn load_stats(&self, ctx: &Context<'_>) -> Result<SessionStats> {
+        let stats = request(ctx).loaders.session_stats.load_one(self.0.id).await.map_err(gql)?;
+        Ok(stats.unwrap_or_default())
+    }
+}
+
+#[Object]
+impl ScrapeSession {
+    async fn id(&self) -> Uuid {
+        self.0.id
+    }
+    /// Computed live from the submissions: completed once none is pending or
+    /// processing (and there is at least one).
+    async fn status(&self, ctx: &Context<'_>) -> Result<SessionStatus> {
+        Ok(self.load_stats(ctx).await?.status())
+    }
+    /// Live per-status counts of the submissions.
+    async fn stats(&self, ctx: &Context<'_>) -> Result<SessionStats> {
+        self.load_stats(ctx).await
+    }
+    async fn metadata(&self) -> SessionMetadata {
+        SessionMetadata { source_type: self.0.source_type.clone(), intent: self.0.intent.clone(), url_count: self.0.url_count }
+    }
+    async fn created_at(&self) -> DateTime<Utc> {
+        self.0.created_at
+    }
+    async fn updated_at(&self) -> DateTime<Utc> {
+        self.0.updated_at
+    }
+    /// Every submission in submission order, with its product once merged.
+    /// Rows with a product count against the daily quota, as on REST; a page
+    /// that would pass it fails with QUOTA_EXCEEDED and costs nothing.
+    #[graphql(complexity = "super::connection_cost(first, last, child_complexity)")]
+    async fn submissions(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
+    ) -> Result<Conn<Submission, Total>> {
+        let req = request(ctx);
+        let window = Args { first, after, last, before }.window()?;
+        let (slice, total) = sessions::submissions_for_account(&req.state.db, req.caller.account_id, self.0.id, &window).await?;
+        let rows = slice.items.iter().filter(|s| sessions::merged_product(s).is_some()).count() as i64;
+        let outcome = quota::charge(&req.state.db, req.caller.account_id, rows, req.state.settings.limits.daily_quota, req.state.clock.now()).await?;
+        if let QuotaOutcome::Exceeded { retry_after, .. } = outcome {
+            return Err(gql(ApiError::QuotaExceeded { retry_after }));
+        }
+        Ok(connection::from_slice(slice, Total { total_count: total }, |s| SubmissionKey(s.id).encode(), Submission))
+    }
+}
+
+/// One scraped item of a session.
+pub struct Submission(pub submission::Model);
+
+#[Object]
+impl Submission {
+    async fn status(&self) -> SubmissionStatus {
+        self.0.status
+    }
+    /// The merged product; null until the submission is merged.
+    async fn product(&self, ctx: &Context<'_>) -> Result<Option<Product>> {
+        let Some(id) = sessions::merged_product(&self.0) else { return Ok(None) };
+        let found = request(ctx).loaders.products.load_one(id).await.map_err(gql)?;
+        Ok(found.map(Product))
+    }
+}

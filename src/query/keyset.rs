@@ -1,0 +1,124 @@
+//! Keyset ("cursor") paging for the GraphQL connections: a page is found by
+//! comparing the ordering key with the cursor's key, so page 10,000 costs what
+//! page 1 costs. Cursors are opaque: base64url of the key's JSON.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use sea_orm::sea_query::{Expr, SimpleExpr};
+use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, ExprTrait, FromQueryResult, Order, QueryFilter, QueryOrder, QuerySelect, Select, Value};
+use serde::{Serialize, de::DeserializeOwned};
+
+use super::QueryError;
+
+/// Most rows one connection page may hold.
+pub const MAX_PAGE: u64 = 500;
+/// Rows when neither `first` nor `last` is given.
+pub const DEFAULT_PAGE: u64 = 100;
+
+/// The ordering key of a list, which a cursor carries.
+pub trait Key: Serialize + DeserializeOwned + Clone {
+    /// The key's values, in the order of the list's sort columns.
+    fn values(&self) -> Vec<Value>;
+
+    fn encode(&self) -> String {
+        URL_SAFE_NO_PAD.encode(serde_json::to_vec(self).unwrap_or_default())
+    }
+
+    fn decode(cursor: &str) -> Result<Self, QueryError> {
+        URL_SAFE_NO_PAD
+            .decode(cursor)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .ok_or_else(|| QueryError::Invalid("the cursor is not one this list produced".into()))
+    }
+}
+
+/// Relay arguments, decoded.
+#[derive(Debug, Clone)]
+pub struct Window<K> {
+    pub after: Option<K>,
+    pub before: Option<K>,
+    pub first: Option<u64>,
+    pub last: Option<u64>,
+}
+
+impl<K: Key> Window<K> {
+    /// Validates Relay arguments: sizes within 0..=500, not both first and last.
+    pub fn new(after: Option<&str>, before: Option<&str>, first: Option<i64>, last: Option<i64>) -> Result<Self, QueryError> {
+        let size = |name: &str, v: Option<i64>| -> Result<Option<u64>, QueryError> {
+            match v {
+                None => Ok(None),
+                Some(n) if (0..=MAX_PAGE as i64).contains(&n) => Ok(Some(n as u64)),
+                Some(_) => Err(QueryError::Invalid(format!("{name} must be between 0 and {MAX_PAGE}"))),
+            }
+        };
+        let window = Window {
+            after: after.map(K::decode).transpose()?,
+            before: before.map(K::decode).transpose()?,
+            first: size("first", first)?,
+            last: size("last", last)?,
+        };
+        if window.first.is_some() && window.last.is_some() {
+            return Err(QueryError::Invalid("pass either first or last, not both".into()));
+        }
+        Ok(window)
+    }
+}
+
+/// One page of a connection.
+#[derive(Debug, Clone)]
+pub struct Slice<T> {
+    pub items: Vec<T>,
+    pub has_previous: bool,
+    pub has_next: bool,
+}
+
+fn tuple(values: Vec<Value>) -> SimpleExpr {
+    Expr::tuple(values.into_iter().map(Expr::val))
+}
+
+/// Fetches the window of `select`, whose natural order is `columns` all in
+/// direction `natural`. Rows come back in natural order.
+pub async fn fetch<E, K>(
+    db: &impl ConnectionTrait,
+    select: Select<E>,
+    columns: &[E::Column],
+    natural: Order,
+    window: &Window<K>,
+) -> Result<Slice<E::Model>, DbErr>
+where
+    E: EntityTrait,
+    E::Model: FromQueryResult + Send + Sync,
+    E::Column: ColumnTrait,
+    K: Key,
+{
+    let keys = || Expr::tuple(columns.iter().map(|c| Expr::col(*c)));
+    let descending = matches!(natural, Order::Desc);
+    let mut select = select;
+    if let Some(after) = &window.after {
+        let bound = tuple(after.values());
+        select = select.filter(if descending { keys().lt(bound) } else { keys().gt(bound) });
+    }
+    if let Some(before) = &window.before {
+        let bound = tuple(before.values());
+        select = select.filter(if descending { keys().gt(bound) } else { keys().lt(bound) });
+    }
+    let backward = window.last.is_some();
+    let size = window.last.or(window.first).unwrap_or(DEFAULT_PAGE);
+    let order = match (descending, backward) {
+        (true, false) | (false, true) => Order::Desc,
+        _ => Order::Asc,
+    };
+    for column in columns {
+        select = select.order_by(*column, order.clone());
+    }
+    let mut rows = select.limit(size + 1).all(db).await?;
+    let more = rows.len() as u64 > size;
+    rows.truncate(size as usize);
+    if backward {
+        rows.reverse();
+        Ok(Slice { items: rows, has_previous: more, has_next: window.before.is_some() })
+    } else {
+        Ok(Slice { items: rows, has_previous: window.after.is_some(), has_next: more })
+    }
+}
