@@ -21,9 +21,11 @@ pub struct QuotaCharge {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QuotaOutcome {
     Charged(QuotaCharge),
-    /// Refused; nothing was charged. `retry_after` is seconds to the next UTC midnight.
+    /// Refused; nothing was charged, so `remaining` is what is still left
+    /// today. `retry_after` is seconds to the next UTC midnight.
     Exceeded {
         limit: i64,
+        remaining: i64,
         retry_after: i64,
     },
 }
@@ -41,6 +43,18 @@ fn seconds_to_midnight(now: DateTime<Utc>) -> i64 {
     Ord::max((next - now).num_seconds(), 1)
 }
 
+/// Rows the account has used on `day`.
+async fn used_on(
+    db: &impl ConnectionTrait,
+    account_id: Uuid,
+    day: chrono::NaiveDate,
+) -> Result<i64, DbErr> {
+    Ok(quota_usage::Entity::find_by_id((account_id, day))
+        .one(db)
+        .await?
+        .map_or(0, |u| u.rows_used))
+}
+
 /// Charges `rows` to the account's quota for the UTC day of `now`.
 pub async fn charge(
     db: &impl ConnectionTrait,
@@ -51,18 +65,18 @@ pub async fn charge(
 ) -> Result<QuotaOutcome, DbErr> {
     let limit = limit_of(db, account_id, default_limit).await?;
     let day = now.date_naive();
-    let exceeded = QuotaOutcome::Exceeded {
-        limit,
-        retry_after: seconds_to_midnight(now),
+    let exceeded = async || -> Result<QuotaOutcome, DbErr> {
+        Ok(QuotaOutcome::Exceeded {
+            limit,
+            remaining: Ord::max(limit - used_on(db, account_id, day).await?, 0),
+            retry_after: seconds_to_midnight(now),
+        })
     };
     if rows > limit {
-        return Ok(exceeded);
+        return exceeded().await;
     }
     let used = if rows == 0 {
-        quota_usage::Entity::find_by_id((account_id, day))
-            .one(db)
-            .await?
-            .map_or(0, |u| u.rows_used)
+        used_on(db, account_id, day).await?
     } else {
         let current = Expr::col((quota_usage::Entity, quota_usage::Column::RowsUsed));
         let upsert = Query::insert()
@@ -83,7 +97,7 @@ pub async fn charge(
             .to_owned();
         match db.query_one(&upsert).await? {
             Some(row) => row.try_get::<i64>("", "rows_used")?,
-            None => return Ok(exceeded),
+            None => return exceeded().await,
         }
     };
     Ok(QuotaOutcome::Charged(QuotaCharge {

@@ -99,9 +99,13 @@ pub async fn products(
     .await?;
     let (limit, remaining) = match outcome {
         QuotaOutcome::Charged(charge) => (charge.limit, charge.remaining),
-        QuotaOutcome::Exceeded { limit, retry_after } => {
+        QuotaOutcome::Exceeded {
+            limit,
+            remaining,
+            retry_after,
+        } => {
             let mut response = ApiError::QuotaExceeded { retry_after }.into_response();
-            quota_headers(response.headers_mut(), limit, 0);
+            quota_headers(response.headers_mut(), limit, remaining);
             return Ok(response);
         }
     };
