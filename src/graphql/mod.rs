@@ -15,6 +15,7 @@ mod graphiql;
 mod loaders;
 mod product;
 mod query;
+mod scalars;
 mod seller;
 mod session;
 
@@ -36,6 +37,7 @@ use crate::query::keyset::{DEFAULT_PAGE, MAX_PAGE};
 use crate::server::AppState;
 
 pub use error::gql;
+pub use scalars::Timestamp;
 use loaders::Loaders;
 use query::QueryRoot;
 

@@ -1,13 +1,13 @@
 //! Products and what hangs off them.
 
 use async_graphql::{Context, InputObject, Json, Object, Result};
-use chrono::{DateTime, Utc};
 use entity::{Marketplace, TrustStatus, UserAuthStatus, product};
 use uuid::Uuid;
 
 use super::connection::{self, Args, Conn};
 use super::error::gql;
 use super::request;
+use super::scalars::Timestamp;
 use super::seller::Seller;
 use crate::query::keyset::Key;
 use crate::query::prices::{self, ObservationKey, PriceHistoryFilter};
@@ -63,8 +63,8 @@ pub struct PriceHistoryFilterInput {
     pub region_code: Option<String>,
     pub user_auth_status: Option<UserAuthStatus>,
     /// Start of the range; must not be after `to`.
-    pub from: Option<DateTime<Utc>>,
-    pub to: Option<DateTime<Utc>>,
+    pub from: Option<Timestamp>,
+    pub to: Option<Timestamp>,
 }
 
 impl From<PriceHistoryFilterInput> for PriceHistoryFilter {
@@ -73,8 +73,8 @@ impl From<PriceHistoryFilterInput> for PriceHistoryFilter {
             country_code: f.country_code,
             region_code: f.region_code,
             user_auth_status: f.user_auth_status,
-            from: f.from,
-            to: f.to,
+            from: f.from.map(|t| t.0),
+            to: f.to.map(|t| t.0),
         }
     }
 }
@@ -214,11 +214,11 @@ impl Product {
         let rows = request(ctx).loaders.translations.load_one(self.0.id).await.map_err(gql)?;
         Ok(rows.unwrap_or_default().into_iter().map(Into::into).collect())
     }
-    async fn first_seen_at(&self) -> DateTime<Utc> {
-        self.0.first_seen_at
+    async fn first_seen_at(&self) -> Timestamp {
+        self.0.first_seen_at.into()
     }
-    async fn last_seen_at(&self) -> DateTime<Utc> {
-        self.0.last_seen_at
+    async fn last_seen_at(&self) -> Timestamp {
+        self.0.last_seen_at.into()
     }
     /// The full price and stock history, newest first.
     #[graphql(complexity = "super::connection_cost(first, last, child_complexity)")]

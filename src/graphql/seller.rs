@@ -1,13 +1,13 @@
 //! Sellers.
 
 use async_graphql::{Context, InputObject, Object, Result};
-use chrono::{DateTime, Utc};
 use entity::Marketplace;
 
 use super::connection::{self, Args};
 use super::error::gql;
 use super::product::{Product, ProductConnection, ProductTotal, product_connection};
 use super::request;
+use super::scalars::Timestamp;
 use crate::query::keyset::Key;
 use crate::query::products::{ProductFilter, ProductKey};
 use crate::query::sellers::{SellerLookup, SellerView};
@@ -71,11 +71,11 @@ impl Seller {
     async fn product_count(&self) -> i64 {
         self.0.product_count
     }
-    async fn first_seen_at(&self) -> DateTime<Utc> {
-        self.0.seller.first_seen_at
+    async fn first_seen_at(&self) -> Timestamp {
+        self.0.seller.first_seen_at.into()
     }
-    async fn last_seen_at(&self) -> DateTime<Utc> {
-        self.0.seller.last_seen_at
+    async fn last_seen_at(&self) -> Timestamp {
+        self.0.seller.last_seen_at.into()
     }
     /// The seller's products, newest first.
     #[graphql(complexity = "super::connection_cost(first, last, child_complexity)")]

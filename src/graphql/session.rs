@@ -1,7 +1,6 @@
 //! The caller's own scrape sessions, reached only through `me`.
 
 use async_graphql::{Context, Object, Result};
-use chrono::{DateTime, Utc};
 use entity::{SessionStatus, SubmissionStatus, scrape_session, submission};
 use uuid::Uuid;
 
@@ -9,6 +8,7 @@ use super::connection::{self, Args, Conn, Total};
 use super::error::gql;
 use super::product::Product;
 use super::request;
+use super::scalars::Timestamp;
 use crate::http::ApiError;
 use crate::limits::{QuotaOutcome, quota};
 use crate::query::keyset::Key;
@@ -75,11 +75,11 @@ impl ScrapeSession {
     async fn metadata(&self) -> SessionMetadata {
         SessionMetadata { source_type: self.0.source_type.clone(), intent: self.0.intent.clone(), url_count: self.0.url_count }
     }
-    async fn created_at(&self) -> DateTime<Utc> {
-        self.0.created_at
+    async fn created_at(&self) -> Timestamp {
+        self.0.created_at.into()
     }
-    async fn updated_at(&self) -> DateTime<Utc> {
-        self.0.updated_at
+    async fn updated_at(&self) -> Timestamp {
+        self.0.updated_at.into()
     }
     /// Every submission in submission order, with its product once merged.
     /// Rows with a product count against the daily quota, as on REST; a page

@@ -70,6 +70,7 @@ pub struct ProductSeller {
 /// One price observation (current prices and price history).
 #[derive(Debug, Clone, Serialize, ToSchema, SimpleObject)]
 #[serde(deny_unknown_fields)]
+#[graphql(complex)]
 pub struct PriceObservation {
     /// Country-market variant (marketplace country-domain code).
     pub country_code: String,
@@ -85,7 +86,16 @@ pub struct PriceObservation {
     pub stock_status: Option<String>,
     #[schema(required = true)]
     pub stock_quantity: Option<i64>,
+    #[graphql(skip)]
     pub recorded_at: DateTime<Utc>,
+}
+
+#[async_graphql::ComplexObject]
+impl PriceObservation {
+    /// Observation time.
+    async fn recorded_at(&self) -> crate::graphql::Timestamp {
+        self.recorded_at.into()
+    }
 }
 
 macro_rules! price_observation_from {
@@ -123,12 +133,21 @@ pub struct SpecialPrice {
 
 #[derive(Debug, Clone, Serialize, ToSchema, SimpleObject)]
 #[serde(deny_unknown_fields)]
+#[graphql(complex)]
 pub struct Translation {
     pub language: String,
     pub name: String,
     pub category_path: Vec<String>,
     pub attributes: Attributes,
+    #[graphql(skip)]
     pub updated_at: DateTime<Utc>,
+}
+
+#[async_graphql::ComplexObject]
+impl Translation {
+    async fn updated_at(&self) -> crate::graphql::Timestamp {
+        self.updated_at.into()
+    }
 }
 
 impl From<entity::special_price::Model> for SpecialPrice {
@@ -236,13 +255,23 @@ impl From<ProductView> for Product {
 
 #[derive(Debug, Clone, Serialize, ToSchema, SimpleObject)]
 #[serde(deny_unknown_fields)]
+#[graphql(complex)]
 pub struct SellerStats {
     pub rating: f64,
     /// YYYY-MM-DD; null when the marketplace does not show it.
     #[schema(required = true)]
+    #[graphql(skip)]
     pub reg_date: Option<NaiveDate>,
     pub items_sold: i64,
     pub reviews_count: i64,
+}
+
+#[async_graphql::ComplexObject]
+impl SellerStats {
+    /// Registration date, YYYY-MM-DD; null when the marketplace does not show it.
+    async fn reg_date(&self) -> Option<String> {
+        self.reg_date.map(|d| d.format("%Y-%m-%d").to_string())
+    }
 }
 
 /// A seller record of `GET /sellers`.
