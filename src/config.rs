@@ -56,22 +56,38 @@ pub struct ServeConfig {
 #[derive(Debug, Clone, Args)]
 pub struct GraphqlConfig {
     /// Deepest selection nesting a query may have.
-    #[arg(long = "graphql-max-depth", env = "VITRINA_GRAPHQL_MAX_DEPTH", default_value_t = 10)]
+    #[arg(
+        long = "graphql-max-depth",
+        env = "VITRINA_GRAPHQL_MAX_DEPTH",
+        default_value_t = 10
+    )]
     pub max_depth: usize,
 
     /// Highest complexity a query may have (each field costs 1; a connection
     /// multiplies its children by its page size).
-    #[arg(long = "graphql-max-complexity", env = "VITRINA_GRAPHQL_MAX_COMPLEXITY", default_value_t = 10_000)]
+    #[arg(
+        long = "graphql-max-complexity",
+        env = "VITRINA_GRAPHQL_MAX_COMPLEXITY",
+        default_value_t = 10_000
+    )]
     pub max_complexity: usize,
 
     /// Accept batched requests (a JSON array of operations).
-    #[arg(long = "graphql-batching", env = "VITRINA_GRAPHQL_BATCHING", default_value_t = false)]
+    #[arg(
+        long = "graphql-batching",
+        env = "VITRINA_GRAPHQL_BATCHING",
+        default_value_t = false
+    )]
     pub batching: bool,
 
     /// Where GraphiQL loads its scripts from (an unpkg-style layout). Point it at
     /// a local copy, e.g. a folder served by any static file server, when the
     /// browser has no internet access.
-    #[arg(long, env = "VITRINA_GRAPHIQL_ASSETS", default_value = "https://unpkg.com")]
+    #[arg(
+        long,
+        env = "VITRINA_GRAPHIQL_ASSETS",
+        default_value = "https://unpkg.com"
+    )]
     pub graphiql_assets: String,
 }
 

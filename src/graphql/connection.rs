@@ -17,7 +17,12 @@ pub struct Args {
 
 impl Args {
     pub fn window<K: Key>(&self) -> Result<Window<K>, QueryError> {
-        Window::new(self.after.as_deref(), self.before.as_deref(), self.first.map(i64::from), self.last.map(i64::from))
+        Window::new(
+            self.after.as_deref(),
+            self.before.as_deref(),
+            self.first.map(i64::from),
+            self.last.map(i64::from),
+        )
     }
 
     /// Only `first` (or nothing): the shape a batched "first N" loader can answer.
@@ -54,8 +59,14 @@ pub fn from_slice<T, N: OutputType, A: async_graphql::ObjectType>(
     cursor: impl Fn(&T) -> String,
     node: impl Fn(T) -> N,
 ) -> Conn<N, A> {
-    let mut connection = Connection::with_additional_fields(slice.has_previous, slice.has_next, additional);
-    connection.edges.extend(slice.items.into_iter().map(|item| Edge::new(cursor(&item), node(item))));
+    let mut connection =
+        Connection::with_additional_fields(slice.has_previous, slice.has_next, additional);
+    connection.edges.extend(
+        slice
+            .items
+            .into_iter()
+            .map(|item| Edge::new(cursor(&item), node(item))),
+    );
     connection
 }
 
@@ -63,5 +74,9 @@ pub fn from_slice<T, N: OutputType, A: async_graphql::ObjectType>(
 pub fn first_n<T>(mut rows: Vec<T>, n: u64) -> Slice<T> {
     let has_next = rows.len() as u64 > n;
     rows.truncate(n as usize);
-    Slice { items: rows, has_previous: false, has_next }
+    Slice {
+        items: rows,
+        has_previous: false,
+        has_next,
+    }
 }

@@ -33,18 +33,29 @@ where
     type Error = Arc<DbErr>;
 
     async fn load(&self, keys: &[K]) -> Result<HashMap<K, V>, Self::Error> {
-        (self.fetch)(self.db.clone(), keys.to_vec()).await.map_err(Arc::new)
+        (self.fetch)(self.db.clone(), keys.to_vec())
+            .await
+            .map_err(Arc::new)
     }
 }
 
 pub type Load<K, V> = DataLoader<Batch<K, V>>;
 
-fn loader<K, V>(db: &DatabaseConnection, fetch: fn(DatabaseConnection, Vec<K>) -> Fetched<K, V>) -> Load<K, V>
+fn loader<K, V>(
+    db: &DatabaseConnection,
+    fetch: fn(DatabaseConnection, Vec<K>) -> Fetched<K, V>,
+) -> Load<K, V>
 where
     K: Send + Sync + Hash + Eq + Clone + 'static,
     V: Send + Sync + Clone + 'static,
 {
-    DataLoader::new(Batch { db: db.clone(), fetch }, tokio::spawn)
+    DataLoader::new(
+        Batch {
+            db: db.clone(),
+            fetch,
+        },
+        tokio::spawn,
+    )
 }
 
 /// (parent id, how many) for "first N per parent" loaders.
@@ -74,7 +85,9 @@ pub struct Loaders {
 impl Loaders {
     pub fn new(db: &DatabaseConnection) -> Self {
         Loaders {
-            products: loader(db, |db, ids| Box::pin(async move { products::by_ids(&db, &ids).await })),
+            products: loader(db, |db, ids| {
+                Box::pin(async move { products::by_ids(&db, &ids).await })
+            }),
             sellers: loader(db, |db, ids| {
                 Box::pin(async move {
                     let found = products::sellers_by_id(&db, &ids).await?;
@@ -82,19 +95,36 @@ impl Loaders {
                     let counts = sellers::product_counts(&db, &ids).await?;
                     Ok(found
                         .into_iter()
-                        .map(|(id, seller)| (id, SellerView { product_count: counts.get(&id).copied().unwrap_or(0), seller }))
+                        .map(|(id, seller)| {
+                            (
+                                id,
+                                SellerView {
+                                    product_count: counts.get(&id).copied().unwrap_or(0),
+                                    seller,
+                                },
+                            )
+                        })
                         .collect())
                 })
             }),
-            prices: loader(db, |db, ids| Box::pin(async move { products::current_prices(&db, &ids).await })),
-            special_prices: loader(db, |db, ids| Box::pin(async move { products::special_prices(&db, &ids).await })),
-            translations: loader(db, |db, ids| Box::pin(async move { products::translations(&db, &ids).await })),
+            prices: loader(db, |db, ids| {
+                Box::pin(async move { products::current_prices(&db, &ids).await })
+            }),
+            special_prices: loader(db, |db, ids| {
+                Box::pin(async move { products::special_prices(&db, &ids).await })
+            }),
+            translations: loader(db, |db, ids| {
+                Box::pin(async move { products::translations(&db, &ids).await })
+            }),
             latest_prices: loader(db, |db, keys| {
                 Box::pin(async move {
                     let mut out = HashMap::new();
                     for (n, ids) in by_n(&keys) {
                         let mut found = prices::latest(&db, &ids, n).await?;
-                        out.extend(ids.into_iter().map(|id| ((id, n), found.remove(&id).unwrap_or_default())));
+                        out.extend(
+                            ids.into_iter()
+                                .map(|id| ((id, n), found.remove(&id).unwrap_or_default())),
+                        );
                     }
                     Ok(out)
                 })
@@ -104,12 +134,17 @@ impl Loaders {
                     let mut out = HashMap::new();
                     for (n, ids) in by_n(&keys) {
                         let mut found = products::newest_per_seller(&db, &ids, n).await?;
-                        out.extend(ids.into_iter().map(|id| ((id, n), found.remove(&id).unwrap_or_default())));
+                        out.extend(
+                            ids.into_iter()
+                                .map(|id| ((id, n), found.remove(&id).unwrap_or_default())),
+                        );
                     }
                     Ok(out)
                 })
             }),
-            session_stats: loader(db, |db, ids| Box::pin(async move { sessions::stats(&db, &ids).await })),
+            session_stats: loader(db, |db, ids| {
+                Box::pin(async move { sessions::stats(&db, &ids).await })
+            }),
         }
     }
 }

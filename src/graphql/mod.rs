@@ -37,9 +37,9 @@ use crate::query::keyset::{DEFAULT_PAGE, MAX_PAGE};
 use crate::server::AppState;
 
 pub use error::gql;
-pub use scalars::Timestamp;
 use loaders::Loaders;
 use query::QueryRoot;
+pub use scalars::Timestamp;
 
 pub type VitrinaSchema = Schema<QueryRoot, EmptyMutation, EmptySubscription>;
 
@@ -56,7 +56,10 @@ fn request<'a>(ctx: &async_graphql::Context<'a>) -> &'a RequestData {
 
 /// Complexity of a connection field: its children times the page size.
 pub fn connection_cost(first: Option<i32>, last: Option<i32>, child: usize) -> usize {
-    let size = first.or(last).unwrap_or(DEFAULT_PAGE as i32).clamp(0, MAX_PAGE as i32) as usize;
+    let size = first
+        .or(last)
+        .unwrap_or(DEFAULT_PAGE as i32)
+        .clamp(0, MAX_PAGE as i32) as usize;
     size.saturating_mul(child).saturating_add(1)
 }
 
@@ -80,7 +83,10 @@ pub fn router() -> Router<AppState> {
 }
 
 fn accepts(headers: &HeaderMap, media: &str) -> bool {
-    headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|v| v.contains(media))
+    headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains(media))
 }
 
 const GRAPHQL_RESPONSE: &str = "application/graphql-response+json";
@@ -93,17 +99,29 @@ async fn get_graphql(State(state): State<AppState>, headers: HeaderMap, uri: Uri
     }
     match async_graphql::http::parse_query_string(query) {
         Ok(request) => execute(&state, &headers, BatchRequest::Single(request)).await,
-        Err(e) => request_error(&headers, StatusCode::BAD_REQUEST, &format!("Unreadable GraphQL request: {e}.")),
+        Err(e) => request_error(
+            &headers,
+            StatusCode::BAD_REQUEST,
+            &format!("Unreadable GraphQL request: {e}."),
+        ),
     }
 }
 
-async fn post_graphql(State(state): State<AppState>, headers: HeaderMap, batch: GraphQLBatchRequest) -> Response {
+async fn post_graphql(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    batch: GraphQLBatchRequest,
+) -> Response {
     execute(&state, &headers, batch.into_inner()).await
 }
 
 async fn execute(state: &AppState, headers: &HeaderMap, batch: BatchRequest) -> Response {
     if matches!(batch, BatchRequest::Batch(_)) && !state.settings.graphql.batching {
-        return request_error(headers, StatusCode::BAD_REQUEST, "Batched requests are not enabled on this server.");
+        return request_error(
+            headers,
+            StatusCode::BAD_REQUEST,
+            "Batched requests are not enabled on this server.",
+        );
     }
     let admission = match access::admit(state, headers).await {
         Ok(admission) => admission,
@@ -115,10 +133,16 @@ async fn execute(state: &AppState, headers: &HeaderMap, batch: BatchRequest) -> 
             return response;
         }
     };
-    let data = Arc::new(RequestData { state: state.clone(), caller: admission.caller, loaders: Loaders::new(&state.db) });
+    let data = Arc::new(RequestData {
+        state: state.clone(),
+        caller: admission.caller,
+        loaders: Loaders::new(&state.db),
+    });
     let batch = match batch {
         BatchRequest::Single(r) => BatchRequest::Single(r.data(data)),
-        BatchRequest::Batch(rs) => BatchRequest::Batch(rs.into_iter().map(|r| r.data(data.clone())).collect()),
+        BatchRequest::Batch(rs) => {
+            BatchRequest::Batch(rs.into_iter().map(|r| r.data(data.clone())).collect())
+        }
     };
     let response = state.graphql.execute_batch(batch).await;
     let mut http = respond(headers, &response);
@@ -130,10 +154,23 @@ async fn execute(state: &AppState, headers: &HeaderMap, batch: BatchRequest) -> 
 fn respond(headers: &HeaderMap, response: &BatchResponse) -> Response {
     let modern = accepts(headers, GRAPHQL_RESPONSE);
     let failed_whole = matches!(response, BatchResponse::Single(r) if r.data == async_graphql::Value::Null && !r.errors.is_empty());
-    let status = if modern && failed_whole { StatusCode::BAD_REQUEST } else { StatusCode::OK };
+    let status = if modern && failed_whole {
+        StatusCode::BAD_REQUEST
+    } else {
+        StatusCode::OK
+    };
     let body = serde_json::to_vec(response).unwrap_or_default();
-    let media = if modern { GRAPHQL_RESPONSE } else { "application/json" };
-    (status, [(header::CONTENT_TYPE, HeaderValue::from_static(media))], body).into_response()
+    let media = if modern {
+        GRAPHQL_RESPONSE
+    } else {
+        "application/json"
+    };
+    (
+        status,
+        [(header::CONTENT_TYPE, HeaderValue::from_static(media))],
+        body,
+    )
+        .into_response()
 }
 
 fn error_body(message: &str, code: &str) -> serde_json::Value {
@@ -144,14 +181,29 @@ fn error_body(message: &str, code: &str) -> serde_json::Value {
 fn api_error(headers: &HeaderMap, error: &ApiError) -> Response {
     let mut response = error.clone().into_response();
     let body = error_body(&error.message(), &error.code().to_uppercase());
-    let media = if accepts(headers, GRAPHQL_RESPONSE) { GRAPHQL_RESPONSE } else { "application/json" };
+    let media = if accepts(headers, GRAPHQL_RESPONSE) {
+        GRAPHQL_RESPONSE
+    } else {
+        "application/json"
+    };
     *response.body_mut() = body.to_string().into();
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(media));
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(media));
     response
 }
 
 fn request_error(headers: &HeaderMap, status: StatusCode, message: &str) -> Response {
     let body = error_body(message, "BAD_REQUEST");
-    let media = if accepts(headers, GRAPHQL_RESPONSE) { GRAPHQL_RESPONSE } else { "application/json" };
-    (status, [(header::CONTENT_TYPE, HeaderValue::from_static(media))], body.to_string()).into_response()
+    let media = if accepts(headers, GRAPHQL_RESPONSE) {
+        GRAPHQL_RESPONSE
+    } else {
+        "application/json"
+    };
+    (
+        status,
+        [(header::CONTENT_TYPE, HeaderValue::from_static(media))],
+        body.to_string(),
+    )
+        .into_response()
 }

@@ -105,18 +105,38 @@ pub type ProductConnection = Conn<Product, ProductTotal>;
 pub type PriceConnection = Conn<PriceObservation, PriceTotal>;
 
 /// Products as a connection, newest first.
-pub async fn product_connection(ctx: &Context<'_>, filter: ProductFilter, args: &Args) -> Result<ProductConnection> {
+pub async fn product_connection(
+    ctx: &Context<'_>,
+    filter: ProductFilter,
+    args: &Args,
+) -> Result<ProductConnection> {
     let slice = products::connection(&request(ctx).state.db, &filter, &args.window()?).await?;
-    Ok(connection::from_slice(slice, ProductTotal(filter), |p| ProductKey::of(p).encode(), Product))
+    Ok(connection::from_slice(
+        slice,
+        ProductTotal(filter),
+        |p| ProductKey::of(p).encode(),
+        Product,
+    ))
 }
 
 /// One product's price history as a connection, newest first. The plain
 /// "latest N" shape is batched across products.
-pub async fn price_connection(ctx: &Context<'_>, product_id: Uuid, filter: Option<PriceHistoryFilterInput>, args: &Args) -> Result<PriceConnection> {
+pub async fn price_connection(
+    ctx: &Context<'_>,
+    product_id: Uuid,
+    filter: Option<PriceHistoryFilterInput>,
+    args: &Args,
+) -> Result<PriceConnection> {
     let req = request(ctx);
     let slice = match (args.simple_first(), &filter) {
         (Some(n), None) => {
-            let rows = req.loaders.latest_prices.load_one((product_id, n + 1)).await.map_err(gql)?.unwrap_or_default();
+            let rows = req
+                .loaders
+                .latest_prices
+                .load_one((product_id, n + 1))
+                .await
+                .map_err(gql)?
+                .unwrap_or_default();
             connection::first_n(rows, n)
         }
         _ => {
@@ -125,7 +145,12 @@ pub async fn price_connection(ctx: &Context<'_>, product_id: Uuid, filter: Optio
         }
     };
     let filter = filter.unwrap_or_default().into();
-    Ok(connection::from_slice(slice, PriceTotal(product_id, filter), |o| ObservationKey::of(o).encode(), PriceObservation::from))
+    Ok(connection::from_slice(
+        slice,
+        PriceTotal(product_id, filter),
+        |o| ObservationKey::of(o).encode(),
+        PriceObservation::from,
+    ))
 }
 
 /// A product on one of the marketplaces.
@@ -176,7 +201,12 @@ impl Product {
     }
     /// The full seller record.
     async fn seller(&self, ctx: &Context<'_>) -> Result<Option<Seller>> {
-        let view = request(ctx).loaders.sellers.load_one(self.0.seller_ref).await.map_err(gql)?;
+        let view = request(ctx)
+            .loaders
+            .sellers
+            .load_one(self.0.seller_ref)
+            .await
+            .map_err(gql)?;
         Ok(view.map(Seller))
     }
     /// The seller's own SKU for this product.
@@ -191,12 +221,30 @@ impl Product {
     }
     /// Current price observations, one per country, region and auth status.
     async fn prices(&self, ctx: &Context<'_>) -> Result<Vec<PriceObservation>> {
-        let rows = request(ctx).loaders.prices.load_one(self.0.id).await.map_err(gql)?;
-        Ok(rows.unwrap_or_default().into_iter().map(Into::into).collect())
+        let rows = request(ctx)
+            .loaders
+            .prices
+            .load_one(self.0.id)
+            .await
+            .map_err(gql)?;
+        Ok(rows
+            .unwrap_or_default()
+            .into_iter()
+            .map(Into::into)
+            .collect())
     }
     async fn special_prices(&self, ctx: &Context<'_>) -> Result<Vec<SpecialPrice>> {
-        let rows = request(ctx).loaders.special_prices.load_one(self.0.id).await.map_err(gql)?;
-        Ok(rows.unwrap_or_default().into_iter().map(Into::into).collect())
+        let rows = request(ctx)
+            .loaders
+            .special_prices
+            .load_one(self.0.id)
+            .await
+            .map_err(gql)?;
+        Ok(rows
+            .unwrap_or_default()
+            .into_iter()
+            .map(Into::into)
+            .collect())
     }
     /// Statistics, when known.
     async fn stats(&self) -> Option<Json<serde_json::Value>> {
@@ -211,8 +259,17 @@ impl Product {
     }
     /// Known-language translations.
     async fn translations(&self, ctx: &Context<'_>) -> Result<Vec<Translation>> {
-        let rows = request(ctx).loaders.translations.load_one(self.0.id).await.map_err(gql)?;
-        Ok(rows.unwrap_or_default().into_iter().map(Into::into).collect())
+        let rows = request(ctx)
+            .loaders
+            .translations
+            .load_one(self.0.id)
+            .await
+            .map_err(gql)?;
+        Ok(rows
+            .unwrap_or_default()
+            .into_iter()
+            .map(Into::into)
+            .collect())
     }
     async fn first_seen_at(&self) -> Timestamp {
         self.0.first_seen_at.into()
@@ -231,6 +288,17 @@ impl Product {
         last: Option<i32>,
         before: Option<String>,
     ) -> Result<PriceConnection> {
-        price_connection(ctx, self.0.id, filter, &Args { first, after, last, before }).await
+        price_connection(
+            ctx,
+            self.0.id,
+            filter,
+            &Args {
+                first,
+                after,
+                last,
+                before,
+            },
+        )
+        .await
     }
 }

@@ -5,7 +5,10 @@ use entity::Marketplace;
 use uuid::Uuid;
 
 use super::connection::Args;
-use super::product::{PriceConnection, PriceHistoryFilterInput, Product, ProductConnection, ProductFilterInput, price_connection, product_connection};
+use super::product::{
+    PriceConnection, PriceHistoryFilterInput, Product, ProductConnection, ProductFilterInput,
+    price_connection, product_connection,
+};
 use super::request;
 use super::seller::{Seller, SellerLookupInput};
 use super::session::Me;
@@ -27,13 +30,29 @@ impl QueryRoot {
         last: Option<i32>,
         before: Option<String>,
     ) -> Result<ProductConnection> {
-        product_connection(ctx, filter.unwrap_or_default().into(), &Args { first, after, last, before }).await
+        product_connection(
+            ctx,
+            filter.unwrap_or_default().into(),
+            &Args {
+                first,
+                after,
+                last,
+                before,
+            },
+        )
+        .await
     }
 
     /// One product by its internal id; NOT_FOUND when unknown.
     async fn product(&self, ctx: &Context<'_>, id: Uuid) -> Result<Product> {
-        let found = products::by_ids(&request(ctx).state.db, &[id]).await.map_err(QueryError::from)?;
-        found.into_values().next().map(Product).ok_or_else(|| QueryError::NotFound.into())
+        let found = products::by_ids(&request(ctx).state.db, &[id])
+            .await
+            .map_err(QueryError::from)?;
+        found
+            .into_values()
+            .next()
+            .map(Product)
+            .ok_or_else(|| QueryError::NotFound.into())
     }
 
     /// One product's full price and stock history, newest first; NOT_FOUND when
@@ -49,11 +68,24 @@ impl QueryRoot {
         last: Option<i32>,
         before: Option<String>,
     ) -> Result<PriceConnection> {
-        let known = products::by_ids(&request(ctx).state.db, &[product_id]).await.map_err(QueryError::from)?;
+        let known = products::by_ids(&request(ctx).state.db, &[product_id])
+            .await
+            .map_err(QueryError::from)?;
         if known.is_empty() {
             return Err(QueryError::NotFound.into());
         }
-        price_connection(ctx, product_id, filter, &Args { first, after, last, before }).await
+        price_connection(
+            ctx,
+            product_id,
+            filter,
+            &Args {
+                first,
+                after,
+                last,
+                before,
+            },
+        )
+        .await
     }
 
     /// Sellers matching every given identifying parameter, ordered by
@@ -65,15 +97,27 @@ impl QueryRoot {
 
     /// Categories of one marketplace from the latest daily snapshot (may lag
     /// same-day scrapes by up to 24 hours), by productCount desc then path.
-    async fn categories(&self, ctx: &Context<'_>, marketplace: Marketplace) -> Result<Vec<CategoryItem>> {
-        let entries = snapshots::categories(&request(ctx).state.db, marketplace).await.map_err(QueryError::from)?;
+    async fn categories(
+        &self,
+        ctx: &Context<'_>,
+        marketplace: Marketplace,
+    ) -> Result<Vec<CategoryItem>> {
+        let entries = snapshots::categories(&request(ctx).state.db, marketplace)
+            .await
+            .map_err(QueryError::from)?;
         Ok(entries.into_iter().map(Into::into).collect())
     }
 
     /// Brands of one marketplace, or of all marketplaces without it, from the
     /// latest daily snapshot, by productCount desc then brand.
-    async fn brands(&self, ctx: &Context<'_>, marketplace: Option<Marketplace>) -> Result<Vec<BrandItem>> {
-        let entries = snapshots::brands(&request(ctx).state.db, marketplace).await.map_err(QueryError::from)?;
+    async fn brands(
+        &self,
+        ctx: &Context<'_>,
+        marketplace: Option<Marketplace>,
+    ) -> Result<Vec<BrandItem>> {
+        let entries = snapshots::brands(&request(ctx).state.db, marketplace)
+            .await
+            .map_err(QueryError::from)?;
         Ok(entries.into_iter().map(Into::into).collect())
     }
 

@@ -15,7 +15,9 @@ impl ScalarType for Timestamp {
         match &value {
             Value::String(s) => DateTime::parse_from_rfc3339(s)
                 .map(|t| Timestamp(t.with_timezone(&Utc)))
-                .map_err(|_| InputValueError::custom("expected an RFC 3339 date-time with an offset or Z")),
+                .map_err(|_| {
+                    InputValueError::custom("expected an RFC 3339 date-time with an offset or Z")
+                }),
             _ => Err(InputValueError::expected_type(value)),
         }
     }

@@ -30,7 +30,13 @@ pub struct SellerLookupInput {
 
 impl From<SellerLookupInput> for SellerLookup {
     fn from(l: SellerLookupInput) -> Self {
-        SellerLookup { tin: l.tin, psrn: l.psrn, url: l.url, marketplace: l.marketplace, seller_id: l.seller_id }
+        SellerLookup {
+            tin: l.tin,
+            psrn: l.psrn,
+            url: l.url,
+            marketplace: l.marketplace,
+            seller_id: l.seller_id,
+        }
     }
 }
 
@@ -66,7 +72,12 @@ impl Seller {
     }
     async fn stats(&self) -> SellerStats {
         let s = &self.0.seller;
-        SellerStats { rating: s.rating, reg_date: s.reg_date, items_sold: s.items_sold, reviews_count: s.reviews_count }
+        SellerStats {
+            rating: s.rating,
+            reg_date: s.reg_date,
+            items_sold: s.items_sold,
+            reviews_count: s.reviews_count,
+        }
     }
     async fn product_count(&self) -> i64 {
         self.0.product_count
@@ -87,7 +98,12 @@ impl Seller {
         last: Option<i32>,
         before: Option<String>,
     ) -> Result<ProductConnection> {
-        let args = Args { first, after, last, before };
+        let args = Args {
+            first,
+            after,
+            last,
+            before,
+        };
         let filter = ProductFilter {
             marketplace: Some(self.0.seller.marketplace),
             seller_id: Some(self.0.seller.seller_id.clone()),
@@ -96,8 +112,19 @@ impl Seller {
         match args.simple_first() {
             Some(n) => {
                 let key = (self.0.seller.id, n + 1);
-                let rows = request(ctx).loaders.seller_products.load_one(key).await.map_err(gql)?.unwrap_or_default();
-                Ok(connection::from_slice(connection::first_n(rows, n), ProductTotal(filter), |p| ProductKey::of(p).encode(), Product))
+                let rows = request(ctx)
+                    .loaders
+                    .seller_products
+                    .load_one(key)
+                    .await
+                    .map_err(gql)?
+                    .unwrap_or_default();
+                Ok(connection::from_slice(
+                    connection::first_n(rows, n),
+                    ProductTotal(filter),
+                    |p| ProductKey::of(p).encode(),
+                    Product,
+                ))
             }
             None => product_connection(ctx, filter, &args).await,
         }

@@ -36,15 +36,29 @@ impl Me {
         before: Option<String>,
     ) -> Result<Conn<ScrapeSession, Total>> {
         let req = request(ctx);
-        let window = Args { first, after, last, before }.window()?;
-        let (slice, total) = sessions::connection_for_account(&req.state.db, req.caller.account_id, &window).await?;
-        Ok(connection::from_slice(slice, Total { total_count: total }, |s| SessionKey::of(s).encode(), ScrapeSession))
+        let window = Args {
+            first,
+            after,
+            last,
+            before,
+        }
+        .window()?;
+        let (slice, total) =
+            sessions::connection_for_account(&req.state.db, req.caller.account_id, &window).await?;
+        Ok(connection::from_slice(
+            slice,
+            Total { total_count: total },
+            |s| SessionKey::of(s).encode(),
+            ScrapeSession,
+        ))
     }
 
     /// One of the account's sessions; another account's session is NOT_FOUND.
     async fn scrape_session(&self, ctx: &Context<'_>, id: Uuid) -> Result<ScrapeSession> {
         let req = request(ctx);
-        Ok(ScrapeSession(sessions::session_for_account(&req.state.db, req.caller.account_id, id).await?))
+        Ok(ScrapeSession(
+            sessions::session_for_account(&req.state.db, req.caller.account_id, id).await?,
+        ))
     }
 }
 
@@ -53,7 +67,12 @@ pub struct ScrapeSession(pub scrape_session::Model);
 
 impl ScrapeSession {
     async fn load_stats(&self, ctx: &Context<'_>) -> Result<SessionStats> {
-        let stats = request(ctx).loaders.session_stats.load_one(self.0.id).await.map_err(gql)?;
+        let stats = request(ctx)
+            .loaders
+            .session_stats
+            .load_one(self.0.id)
+            .await
+            .map_err(gql)?;
         Ok(stats.unwrap_or_default())
     }
 }
@@ -73,7 +92,11 @@ impl ScrapeSession {
         self.load_stats(ctx).await
     }
     async fn metadata(&self) -> SessionMetadata {
-        SessionMetadata { source_type: self.0.source_type.clone(), intent: self.0.intent.clone(), url_count: self.0.url_count }
+        SessionMetadata {
+            source_type: self.0.source_type.clone(),
+            intent: self.0.intent.clone(),
+            url_count: self.0.url_count,
+        }
     }
     async fn created_at(&self) -> Timestamp {
         self.0.created_at.into()
@@ -94,14 +117,42 @@ impl ScrapeSession {
         before: Option<String>,
     ) -> Result<Conn<Submission, Total>> {
         let req = request(ctx);
-        let window = Args { first, after, last, before }.window()?;
-        let (slice, total) = sessions::submissions_for_account(&req.state.db, req.caller.account_id, self.0.id, &window).await?;
-        let rows = slice.items.iter().filter(|s| sessions::merged_product(s).is_some()).count() as i64;
-        let outcome = quota::charge(&req.state.db, req.caller.account_id, rows, req.state.settings.limits.daily_quota, req.state.clock.now()).await?;
+        let window = Args {
+            first,
+            after,
+            last,
+            before,
+        }
+        .window()?;
+        let (slice, total) = sessions::submissions_for_account(
+            &req.state.db,
+            req.caller.account_id,
+            self.0.id,
+            &window,
+        )
+        .await?;
+        let rows = slice
+            .items
+            .iter()
+            .filter(|s| sessions::merged_product(s).is_some())
+            .count() as i64;
+        let outcome = quota::charge(
+            &req.state.db,
+            req.caller.account_id,
+            rows,
+            req.state.settings.limits.daily_quota,
+            req.state.clock.now(),
+        )
+        .await?;
         if let QuotaOutcome::Exceeded { retry_after, .. } = outcome {
             return Err(gql(ApiError::QuotaExceeded { retry_after }));
         }
-        Ok(connection::from_slice(slice, Total { total_count: total }, |s| SubmissionKey(s.id).encode(), Submission))
+        Ok(connection::from_slice(
+            slice,
+            Total { total_count: total },
+            |s| SubmissionKey(s.id).encode(),
+            Submission,
+        ))
     }
 }
 
@@ -115,8 +166,15 @@ impl Submission {
     }
     /// The merged product; null until the submission is merged.
     async fn product(&self, ctx: &Context<'_>) -> Result<Option<Product>> {
-        let Some(id) = sessions::merged_product(&self.0) else { return Ok(None) };
-        let found = request(ctx).loaders.products.load_one(id).await.map_err(gql)?;
+        let Some(id) = sessions::merged_product(&self.0) else {
+            return Ok(None);
+        };
+        let found = request(ctx)
+            .loaders
+            .products
+            .load_one(id)
+            .await
+            .map_err(gql)?;
         Ok(found.map(Product))
     }
 }

@@ -5,7 +5,10 @@
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sea_orm::sea_query::{Expr, SimpleExpr};
-use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, ExprTrait, FromQueryResult, Order, QueryFilter, QueryOrder, QuerySelect, Select, Value};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, ExprTrait, FromQueryResult, Order,
+    QueryFilter, QueryOrder, QuerySelect, Select, Value,
+};
 use serde::{Serialize, de::DeserializeOwned};
 
 use super::QueryError;
@@ -44,12 +47,19 @@ pub struct Window<K> {
 
 impl<K: Key> Window<K> {
     /// Validates Relay arguments: sizes within 0..=500, not both first and last.
-    pub fn new(after: Option<&str>, before: Option<&str>, first: Option<i64>, last: Option<i64>) -> Result<Self, QueryError> {
+    pub fn new(
+        after: Option<&str>,
+        before: Option<&str>,
+        first: Option<i64>,
+        last: Option<i64>,
+    ) -> Result<Self, QueryError> {
         let size = |name: &str, v: Option<i64>| -> Result<Option<u64>, QueryError> {
             match v {
                 None => Ok(None),
                 Some(n) if (0..=MAX_PAGE as i64).contains(&n) => Ok(Some(n as u64)),
-                Some(_) => Err(QueryError::Invalid(format!("{name} must be between 0 and {MAX_PAGE}"))),
+                Some(_) => Err(QueryError::Invalid(format!(
+                    "{name} must be between 0 and {MAX_PAGE}"
+                ))),
             }
         };
         let window = Window {
@@ -59,7 +69,9 @@ impl<K: Key> Window<K> {
             last: size("last", last)?,
         };
         if window.first.is_some() && window.last.is_some() {
-            return Err(QueryError::Invalid("pass either first or last, not both".into()));
+            return Err(QueryError::Invalid(
+                "pass either first or last, not both".into(),
+            ));
         }
         Ok(window)
     }
@@ -97,11 +109,19 @@ where
     let mut select = select;
     if let Some(after) = &window.after {
         let bound = tuple(after.values());
-        select = select.filter(if descending { keys().lt(bound) } else { keys().gt(bound) });
+        select = select.filter(if descending {
+            keys().lt(bound)
+        } else {
+            keys().gt(bound)
+        });
     }
     if let Some(before) = &window.before {
         let bound = tuple(before.values());
-        select = select.filter(if descending { keys().gt(bound) } else { keys().lt(bound) });
+        select = select.filter(if descending {
+            keys().gt(bound)
+        } else {
+            keys().lt(bound)
+        });
     }
     let backward = window.last.is_some();
     let size = window.last.or(window.first).unwrap_or(DEFAULT_PAGE);
@@ -117,8 +137,16 @@ where
     rows.truncate(size as usize);
     if backward {
         rows.reverse();
-        Ok(Slice { items: rows, has_previous: more, has_next: window.before.is_some() })
+        Ok(Slice {
+            items: rows,
+            has_previous: more,
+            has_next: window.before.is_some(),
+        })
     } else {
-        Ok(Slice { items: rows, has_previous: window.after.is_some(), has_next: more })
+        Ok(Slice {
+            items: rows,
+            has_previous: window.after.is_some(),
+            has_next: more,
+        })
     }
 }

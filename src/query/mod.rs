@@ -7,11 +7,11 @@
 
 pub mod keyset;
 pub mod prices;
-pub mod top;
 pub mod products;
 pub mod sellers;
 pub mod sessions;
 pub mod snapshots;
+pub mod top;
 
 use sea_orm::DbErr;
 use sea_orm::sea_query::LikeExpr;

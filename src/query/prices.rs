@@ -109,14 +109,24 @@ pub async fn connection(
 ) -> Result<Slice<price_observation::Model>, QueryError> {
     filter.validate()?;
     let select = price_observation::Entity::find().filter(filter.condition(product_id));
-    let columns = [price_observation::Column::RecordedAt, price_observation::Column::Id];
+    let columns = [
+        price_observation::Column::RecordedAt,
+        price_observation::Column::Id,
+    ];
     Ok(keyset::fetch(db, select, &columns, sea_orm::Order::Desc, window).await?)
 }
 
 /// How many observations of the product match the filter.
-pub async fn count(db: &impl ConnectionTrait, product_id: Uuid, filter: &PriceHistoryFilter) -> Result<u64, QueryError> {
+pub async fn count(
+    db: &impl ConnectionTrait,
+    product_id: Uuid,
+    filter: &PriceHistoryFilter,
+) -> Result<u64, QueryError> {
     filter.validate()?;
-    Ok(price_observation::Entity::find().filter(filter.condition(product_id)).count(db).await?)
+    Ok(price_observation::Entity::find()
+        .filter(filter.condition(product_id))
+        .count(db)
+        .await?)
 }
 
 /// The latest `n` observations of each product, newest first, in one statement.
@@ -134,7 +144,8 @@ pub async fn latest(
         n,
     )
     .await?;
-    let mut out: std::collections::HashMap<Uuid, Vec<price_observation::Model>> = Default::default();
+    let mut out: std::collections::HashMap<Uuid, Vec<price_observation::Model>> =
+        Default::default();
     for row in rows {
         out.entry(row.product_id).or_default().push(row);
     }

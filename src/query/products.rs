@@ -145,11 +145,17 @@ pub async fn connection(
 pub async fn count(db: &impl ConnectionTrait, filter: &ProductFilter) -> Result<u64, QueryError> {
     use sea_orm::PaginatorTrait;
     filter.validate()?;
-    Ok(product::Entity::find().filter(filter.condition()).count(db).await?)
+    Ok(product::Entity::find()
+        .filter(filter.condition())
+        .count(db)
+        .await?)
 }
 
 /// Products by id, keyed by id (dataloaders).
-pub async fn by_ids(db: &impl ConnectionTrait, ids: &[Uuid]) -> Result<HashMap<Uuid, product::Model>, DbErr> {
+pub async fn by_ids(
+    db: &impl ConnectionTrait,
+    ids: &[Uuid],
+) -> Result<HashMap<Uuid, product::Model>, DbErr> {
     Ok(product::Entity::find()
         .filter(product::Column::Id.is_in(ids.iter().copied()))
         .all(db)

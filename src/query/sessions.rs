@@ -14,12 +14,22 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
-use super::products::{self, ProductView};
 use super::keyset::{self, Key, Slice, Window};
+use super::products::{self, ProductView};
 use super::{Page, QueryError};
 
 /// Live per-status counts of a session's submissions.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, utoipa::ToSchema, async_graphql::SimpleObject)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    utoipa::ToSchema,
+    async_graphql::SimpleObject,
+)]
 #[serde(deny_unknown_fields)]
 pub struct SessionStats {
     pub total: i64,
@@ -221,14 +231,25 @@ pub async fn connection_for_account(
     account_id: Uuid,
     window: &Window<SessionKey>,
 ) -> Result<(Slice<scrape_session::Model>, u64), QueryError> {
-    let select = scrape_session::Entity::find().filter(scrape_session::Column::AccountId.eq(account_id));
+    let select =
+        scrape_session::Entity::find().filter(scrape_session::Column::AccountId.eq(account_id));
     let total = select.clone().count(db).await?;
-    let columns = [scrape_session::Column::CreatedAt, scrape_session::Column::Id];
-    Ok((keyset::fetch(db, select, &columns, sea_orm::Order::Desc, window).await?, total))
+    let columns = [
+        scrape_session::Column::CreatedAt,
+        scrape_session::Column::Id,
+    ];
+    Ok((
+        keyset::fetch(db, select, &columns, sea_orm::Order::Desc, window).await?,
+        total,
+    ))
 }
 
 /// One session of the account, without stats (GraphQL loads stats in batches).
-pub async fn session_for_account(db: &impl ConnectionTrait, account_id: Uuid, id: Uuid) -> Result<scrape_session::Model, QueryError> {
+pub async fn session_for_account(
+    db: &impl ConnectionTrait,
+    account_id: Uuid,
+    id: Uuid,
+) -> Result<scrape_session::Model, QueryError> {
     owned_session(db, account_id, id).await
 }
 
@@ -243,6 +264,8 @@ pub async fn submissions_for_account(
     let select = submission::Entity::find().filter(submission::Column::SessionId.eq(session_id));
     let total = select.clone().count(db).await?;
     let columns = [submission::Column::Id];
-    Ok((keyset::fetch(db, select, &columns, sea_orm::Order::Asc, window).await?, total))
+    Ok((
+        keyset::fetch(db, select, &columns, sea_orm::Order::Asc, window).await?,
+        total,
+    ))
 }
-

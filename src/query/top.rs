@@ -3,7 +3,9 @@
 //! seller's newest products). Uses `ROW_NUMBER()`, which SQLite and
 //! PostgreSQL both support.
 
-use sea_orm::{ConnectionTrait, DbBackend, DbErr, EntityTrait, FromQueryResult, Iden, Statement, Value};
+use sea_orm::{
+    ConnectionTrait, DbBackend, DbErr, EntityTrait, FromQueryResult, Iden, Statement, Value,
+};
 
 /// Rows of `E` whose `parent` column is one of `parents`, at most `n` per
 /// parent, in the order `order_by` (a fixed SQL ORDER BY list of the
@@ -36,7 +38,11 @@ where
          FROM {table} t WHERE {parent} IN ({})) ranked WHERE row_in_parent <= {n} ORDER BY {parent}, row_in_parent",
         placeholders.join(", ")
     );
-    E::Model::find_by_statement(Statement::from_sql_and_values(backend, sql, parents.to_vec()))
-        .all(db)
-        .await
+    E::Model::find_by_statement(Statement::from_sql_and_values(
+        backend,
+        sql,
+        parents.to_vec(),
+    ))
+    .all(db)
+    .await
 }

@@ -4,9 +4,9 @@
 
 use std::collections::BTreeMap;
 
+use async_graphql::SimpleObject;
 use chrono::{DateTime, NaiveDate, Utc};
 use entity::{Marketplace, SessionStatus, SubmissionStatus, TrustStatus, UserAuthStatus};
-use async_graphql::SimpleObject;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;

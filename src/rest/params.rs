@@ -2,7 +2,7 @@
 //! parameter counts only its first occurrence, values are validated into
 //! typed filters, and paging falls back to defaults instead of failing.
 
-use axum::extract::FromRequestParts;
+use axum::extract::{FromRequestParts, Path};
 use axum::http::request::Parts;
 use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
@@ -62,6 +62,23 @@ pub fn date_time(name: &str, value: Option<String>) -> Result<Option<DateTime<Ut
                     "{name} must be an ISO 8601 date-time with an offset or Z"
                 ))
             }),
+    }
+}
+
+/// The raw `{id}` path segment. A segment axum cannot decode (bytes that are
+/// not UTF-8, such as `%FF`) is `invalid_parameter` like any malformed id,
+/// instead of axum's plain-text rejection.
+#[derive(Debug)]
+pub struct PathId(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for PathId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        Path::<String>::from_request_parts(parts, state)
+            .await
+            .map(|Path(id)| PathId(id))
+            .map_err(|_| ApiError::InvalidParameter("id must be a UUID".into()))
     }
 }
 

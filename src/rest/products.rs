@@ -1,7 +1,7 @@
 //! `GET /products`, `GET /products/{id}`, `GET /products/{id}/price-history`.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use entity::{Marketplace, TrustStatus, UserAuthStatus};
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -10,7 +10,7 @@ use super::dto::{
     HasMoreMeta, PriceHistoryPage, PriceObservation, Product, ProductEnvelope, ProductPage,
     TotalMeta,
 };
-use super::params::{self, Params, given, names, one_of};
+use super::params::{self, Params, PathId, given, names, one_of};
 use crate::http::ApiError;
 use crate::http::error::ErrorBody;
 use crate::query::prices::{self, PriceHistoryFilter};
@@ -105,7 +105,7 @@ pub async fn list(
     security(("bearerAuth" = [])))]
 pub async fn get(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    PathId(id): PathId,
 ) -> Result<Json<ProductEnvelope>, ApiError> {
     let view = products::get(&state.db, params::uuid(&id)?).await?;
     Ok(Json(ProductEnvelope { data: view.into() }))
@@ -143,7 +143,7 @@ pub struct PriceHistoryQuery {
     security(("bearerAuth" = [])))]
 pub async fn price_history(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    PathId(id): PathId,
     Params(q): Params<PriceHistoryQuery>,
 ) -> Result<Json<PriceHistoryPage>, ApiError> {
     let id = params::uuid(&id)?;

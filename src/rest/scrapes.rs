@@ -1,7 +1,7 @@
 //! `GET /me/scrapes`, `GET /me/scrapes/{id}`, `GET /me/scrapes/{id}/products`:
 //! the calling account's own scrape sessions.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
@@ -11,7 +11,7 @@ use utoipa::IntoParams;
 use super::dto::{
     ScrapeSession, SessionEnvelope, SessionPage, SessionProduct, SessionProductPage, TotalMeta,
 };
-use super::params::{self, Params};
+use super::params::{self, Params, PathId};
 use crate::accounts::Caller;
 use crate::http::ApiError;
 use crate::http::error::ErrorBody;
@@ -60,7 +60,7 @@ pub async fn list(
 pub async fn get(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    Path(id): Path<String>,
+    PathId(id): PathId,
 ) -> Result<Json<SessionEnvelope>, ApiError> {
     let view = sessions::find_for_account(&state.db, caller.account_id, params::uuid(&id)?).await?;
     Ok(Json(SessionEnvelope { data: view.into() }))
@@ -81,7 +81,7 @@ pub async fn get(
 pub async fn products(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    Path(id): Path<String>,
+    PathId(id): PathId,
     Params(q): Params<PageQuery>,
 ) -> Result<Response, ApiError> {
     let id = params::uuid(&id)?;

@@ -11,9 +11,9 @@ use sea_orm::DatabaseConnection;
 use tokio::net::TcpListener;
 
 use crate::clock::SharedClock;
-use crate::http::ApiError;
 use crate::config::Settings;
 use crate::graphql::VitrinaSchema;
+use crate::http::ApiError;
 use crate::limits::RateLimiter;
 
 /// What every request handler can reach.
@@ -29,7 +29,12 @@ pub struct AppState {
 }
 
 impl AppState {
-    pub fn new(db: DatabaseConnection, clock: SharedClock, public_url: String, settings: Settings) -> Self {
+    pub fn new(
+        db: DatabaseConnection,
+        clock: SharedClock,
+        public_url: String,
+        settings: Settings,
+    ) -> Self {
         AppState {
             db,
             clock,

@@ -146,7 +146,10 @@ impl TestApp {
             db.clone(),
             Arc::new(clock.clone()),
             format!("http://{addr}"),
-            Settings { limits, ..Settings::default() },
+            Settings {
+                limits,
+                ..Settings::default()
+            },
         );
         tokio::spawn(vitrina::server::serve(
             listener,

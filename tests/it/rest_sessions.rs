@@ -683,7 +683,10 @@ async fn restarted(app: &TestApp, daily_quota: i64) -> std::net::SocketAddr {
         app.db.clone(),
         Arc::new(ManualClock::new(app.clock.now())),
         format!("http://{addr}"),
-        vitrina::config::Settings { limits: limits(daily_quota), ..Default::default() },
+        vitrina::config::Settings {
+            limits: limits(daily_quota),
+            ..Default::default()
+        },
     );
     tokio::spawn(vitrina::server::serve(
         listener,
