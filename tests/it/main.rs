@@ -11,6 +11,7 @@ mod helpers;
 
 mod cli;
 mod foundation;
+mod graphql;
 mod rest_access;
 mod rest_contract;
 mod rest_products;
