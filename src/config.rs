@@ -50,6 +50,12 @@ pub struct ServeConfig {
 
     #[command(flatten)]
     pub graphql: GraphqlConfig,
+
+    #[command(flatten)]
+    pub jobs: JobsConfig,
+
+    #[command(flatten)]
+    pub webhooks: WebhookConfig,
 }
 
 /// GraphQL limits and GraphiQL.
@@ -102,11 +108,76 @@ impl Default for GraphqlConfig {
     }
 }
 
+/// The background jobs: merge pass, snapshots, retention.
+#[derive(Debug, Clone, Args)]
+pub struct JobsConfig {
+    /// Seconds between scheduler ticks (merge pass, due webhooks, snapshot check).
+    #[arg(long, env = "VITRINA_MERGE_INTERVAL_SECS", default_value_t = 5)]
+    pub merge_interval_secs: u64,
+
+    /// Submissions one worker claims at a time.
+    #[arg(long, env = "VITRINA_MERGE_BATCH", default_value_t = 100)]
+    pub merge_batch: u64,
+
+    /// Seconds a claimed submission stays leased to its worker; after that it
+    /// returns to `pending` (a worker that died loses nothing).
+    #[arg(long, env = "VITRINA_MERGE_LEASE_SECS", default_value_t = 300)]
+    pub merge_lease_secs: u64,
+
+    /// Days after which submissions are deleted.
+    #[arg(long, env = "VITRINA_RETENTION_DAYS", default_value_t = 90)]
+    pub retention_days: u64,
+}
+
+impl Default for JobsConfig {
+    fn default() -> Self {
+        JobsConfig {
+            merge_interval_secs: 5,
+            merge_batch: 100,
+            merge_lease_secs: 300,
+            retention_days: 90,
+        }
+    }
+}
+
+/// Webhook delivery.
+#[derive(Debug, Clone, Args)]
+pub struct WebhookConfig {
+    /// Milliseconds one delivery attempt may take.
+    #[arg(long, env = "VITRINA_WEBHOOK_TIMEOUT_MS", default_value_t = 5_000)]
+    pub webhook_timeout_ms: u64,
+
+    /// Consecutive failed attempts after which a subscription is disabled.
+    #[arg(long, env = "VITRINA_WEBHOOK_DISABLE_AFTER", default_value_t = 15)]
+    pub webhook_disable_after: u32,
+
+    /// DEVELOPMENT ONLY: allow http:// and private/loopback webhook targets.
+    /// Off by default; a warning is logged when on.
+    #[arg(
+        long,
+        env = "VITRINA_WEBHOOK_ALLOW_INSECURE_TARGETS",
+        default_value_t = false
+    )]
+    pub webhook_allow_insecure_targets: bool,
+}
+
+impl Default for WebhookConfig {
+    fn default() -> Self {
+        WebhookConfig {
+            webhook_timeout_ms: 5_000,
+            webhook_disable_after: 15,
+            webhook_allow_insecure_targets: false,
+        }
+    }
+}
+
 /// Everything a running server needs besides the database and the clock.
 #[derive(Debug, Clone, Default)]
 pub struct Settings {
     pub limits: Limits,
     pub graphql: GraphqlConfig,
+    pub jobs: JobsConfig,
+    pub webhooks: WebhookConfig,
 }
 
 impl ServeConfig {
@@ -117,6 +188,8 @@ impl ServeConfig {
                 daily_quota: self.daily_quota,
             },
             graphql: self.graphql.clone(),
+            jobs: self.jobs.clone(),
+            webhooks: self.webhooks.clone(),
         }
     }
 

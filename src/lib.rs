@@ -16,6 +16,7 @@ pub mod clock;
 pub mod config;
 pub mod db;
 pub mod error;
+pub mod extension;
 pub mod graphql;
 pub mod http;
 pub mod jobs;
@@ -25,5 +26,6 @@ pub mod rest;
 pub mod seed;
 pub mod server;
 pub mod text;
+pub mod webhooks;
 
 pub use error::Error;

@@ -26,6 +26,15 @@ pub enum ApiError {
     InvalidParameter(String),
     NotFound,
     MethodNotAllowed,
+    /// A request body that is not what the endpoint takes (extension API).
+    InvalidBody(String),
+    /// A request body over the size bound.
+    PayloadTooLarge,
+    /// The request conflicts with the account's state, e.g. the subscription cap.
+    Conflict {
+        code: &'static str,
+        message: String,
+    },
     RateLimited {
         retry_after: i64,
     },
@@ -45,6 +54,9 @@ impl ApiError {
             ApiError::InvalidParameter(_) => "invalid_parameter",
             ApiError::NotFound => "not_found",
             ApiError::MethodNotAllowed => "method_not_allowed",
+            ApiError::InvalidBody(_) => "invalid_body",
+            ApiError::PayloadTooLarge => "payload_too_large",
+            ApiError::Conflict { code, .. } => code,
             ApiError::RateLimited { .. } => "rate_limited",
             ApiError::QuotaExceeded { .. } => "quota_exceeded",
             ApiError::Internal => "internal_error",
@@ -54,9 +66,11 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
-            ApiError::MissingParameter(_) | ApiError::InvalidParameter(_) => {
-                StatusCode::BAD_REQUEST
-            }
+            ApiError::MissingParameter(_)
+            | ApiError::InvalidParameter(_)
+            | ApiError::InvalidBody(_) => StatusCode::BAD_REQUEST,
+            ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::RateLimited { .. } | ApiError::QuotaExceeded { .. } => {
@@ -72,7 +86,13 @@ impl ApiError {
             ApiError::Unauthorized => {
                 "A valid API key is required: send Authorization: Bearer <API_KEY>.".into()
             }
-            ApiError::MissingParameter(m) | ApiError::InvalidParameter(m) => sentence(m),
+            ApiError::MissingParameter(m)
+            | ApiError::InvalidParameter(m)
+            | ApiError::InvalidBody(m) => sentence(m),
+            ApiError::Conflict { message, .. } => sentence(message),
+            ApiError::PayloadTooLarge => {
+                "The request body is larger than this endpoint accepts.".into()
+            }
             ApiError::NotFound => "The requested resource does not exist.".into(),
             ApiError::MethodNotAllowed => "Only GET is allowed here.".into(),
             ApiError::RateLimited { retry_after } => {

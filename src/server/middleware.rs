@@ -13,8 +13,9 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::trace::TraceLayer;
 use tracing::Span;
 
-/// Request bodies above this are refused with 413.
-pub const MAX_BODY_BYTES: usize = 1 << 20;
+/// Request bodies above this are refused with 413 `payload_too_large`; the
+/// largest body any endpoint takes is a scrape upload.
+pub const MAX_BODY_BYTES: usize = 8 << 20;
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
@@ -22,6 +23,7 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 /// client's kept), logged with the request, and echoed in the response.
 pub fn apply(router: Router) -> Router {
     router
+        .layer(axum::middleware::map_response(json_payload_too_large))
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
         .layer(CompressionLayer::new())
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
@@ -39,4 +41,13 @@ pub fn apply(router: Router) -> Router {
                 }),
         )
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+}
+
+/// The body limit answers 413 in plain text; every error here is JSON.
+async fn json_payload_too_large(response: axum::response::Response) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    if response.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+        return crate::http::ApiError::PayloadTooLarge.into_response();
+    }
+    response
 }

@@ -53,6 +53,7 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(health::readyz))
         .nest("/v1", crate::rest::router(state.clone()))
         .merge(crate::graphql::router())
+        .nest("/extension/v1", crate::extension::router(state.clone()))
         .fallback(not_found)
         .with_state(state);
     middleware::apply(routes)
