@@ -5,9 +5,13 @@ use sea_orm::DatabaseConnection;
 use tokio::net::TcpListener;
 use uuid::Uuid;
 
+use std::time::Duration;
+
 use crate::clock::{Clock, SharedClock, SystemClock};
 use crate::config::{DatabaseConfig, ServeConfig};
 use crate::error::Error;
+use crate::events::SessionEvents;
+use crate::jobs::scheduler::Jobs;
 use crate::seed::{self, SeedOptions};
 use crate::server::{self, AppState};
 use crate::{accounts, db};
@@ -42,11 +46,24 @@ pub enum Command {
     /// Manage API keys.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Run the background jobs.
+    #[command(subcommand)]
+    Jobs(JobsCommand),
     /// Print the GraphQL schema (SDL), or write it to a file.
     Schema {
         /// Write here instead of standard output (e.g. `schema.graphql`).
         #[arg(long)]
         out: Option<std::path::PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum JobsCommand {
+    /// One round of every job: merge all pending submissions, send due
+    /// webhooks, make today's snapshot if missing, apply retention.
+    RunOnce {
+        #[command(flatten)]
+        config: ServeConfig,
     },
 }
 
@@ -109,6 +126,20 @@ impl Cli {
                 Ok(())
             }
             Command::Keys(command) => keys(&conn, clock.as_ref(), command).await,
+            Command::Jobs(JobsCommand::RunOnce { config }) => {
+                db::migrate(&conn).await?;
+                let public_url = config.public_url(config.bind);
+                let jobs = Jobs::new(
+                    conn,
+                    clock,
+                    &config.settings(),
+                    &public_url,
+                    SessionEvents::default(),
+                );
+                let report = jobs.tick().await?;
+                println!("{report:?}");
+                Ok(())
+            }
             Command::Schema { .. } => Ok(()),
         }
     }
@@ -151,8 +182,25 @@ async fn serve(
             "try: curl -H 'Authorization: Bearer {key}' '{public_url}/v1/products?page_size=2'"
         );
     }
-    let state = AppState::new(conn, clock, public_url, config.settings());
-    server::serve(listener, state, shutdown_signal()).await?;
+    let settings = config.settings();
+    if settings.webhooks.webhook_allow_insecure_targets {
+        tracing::warn!(
+            "webhook targets are NOT checked: http and private addresses are allowed (development switch)"
+        );
+    }
+    let state = AppState::new(
+        conn.clone(),
+        clock.clone(),
+        public_url.clone(),
+        settings.clone(),
+    );
+    let jobs = Jobs::new(conn, clock, &settings, &public_url, state.events.clone());
+    let jobs = tokio::spawn(jobs.run(Duration::from_secs(
+        settings.jobs.merge_interval_secs.max(1),
+    )));
+    let served = server::serve(listener, state, shutdown_signal()).await;
+    jobs.abort();
+    served?;
     Ok(())
 }
 

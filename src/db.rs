@@ -109,3 +109,15 @@ where
     }
     Ok(())
 }
+
+/// Begins a transaction that will write. On SQLite it takes the write lock up
+/// front (`BEGIN IMMEDIATE`), so it waits for other writers instead of failing
+/// when it upgrades from reading.
+pub async fn begin_write(db: &DatabaseConnection) -> Result<sea_orm::DatabaseTransaction, DbErr> {
+    use sea_orm::{SqliteTransactionMode, TransactionOptions, TransactionTrait};
+    db.begin_with_options(TransactionOptions {
+        sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
+        ..Default::default()
+    })
+    .await
+}

@@ -16,6 +16,7 @@ pub mod clock;
 pub mod config;
 pub mod db;
 pub mod error;
+pub mod events;
 pub mod extension;
 pub mod graphql;
 pub mod http;

@@ -1,9 +1,209 @@
-//! `POST /extension/v1/scrapes`.
+//! `POST /extension/v1/scrapes`: one scraper call becomes one scrape session
+//! of the calling key's account, its items `pending` submissions, in one
+//! transaction. Items are stored as sent and validated by the merge pass
+//! (which rejects bad ones with a reason), so an upload never loses the
+//! well-formed items of a batch because of one bad item.
 
-use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Extension, Json, Router};
+use entity::{scrape_session, submission};
+use sea_orm::{
+    ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, NotSet, QueryFilter, SqlErr,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+use uuid::Uuid;
 
+use crate::accounts::Caller;
+use crate::http::ApiError;
+use crate::http::error::ErrorBody;
+use crate::jobs::merge::item::ScrapedItem;
+use crate::query::sessions;
+use crate::rest::dto::SessionEnvelope;
 use crate::server::AppState;
 
+/// Items one upload may carry.
+pub const MAX_ITEMS: usize = 1000;
+/// Longest accepted `Idempotency-Key`.
+const MAX_IDEMPOTENCY_KEY: usize = 255;
+
 pub fn router() -> Router<AppState> {
-    Router::new()
+    Router::new().route("/scrapes", post(upload))
+}
+
+/// What one scraper call uploads.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Upload {
+    /// `page` (one product page) or `bulk` (a run over many pages).
+    pub source_type: SourceType,
+    /// `catalog_import` or `price_monitoring`.
+    pub intent: Intent,
+    /// URLs the scraper visited; defaults to the number of items.
+    pub url_count: Option<u32>,
+    /// Scraped items, at most 1000.
+    #[schema(value_type = Vec<ScrapedItem>)]
+    pub items: Vec<Value>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceType {
+    Page,
+    Bulk,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Intent {
+    CatalogImport,
+    PriceMonitoring,
+}
+
+/// The snake_case word serde writes for a unit variant.
+fn wire<T: Serialize>(value: T) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+fn parse(body: &[u8]) -> Result<Upload, ApiError> {
+    let upload: Upload = serde_json::from_slice(body)
+        .map_err(|e| ApiError::InvalidBody(format!("the body is not a valid upload: {e}")))?;
+    if upload.items.len() > MAX_ITEMS {
+        return Err(ApiError::InvalidBody(format!(
+            "an upload holds at most {MAX_ITEMS} items"
+        )));
+    }
+    if let Some(i) = upload.items.iter().position(|item| !item.is_object()) {
+        return Err(ApiError::InvalidBody(format!(
+            "items[{i}] must be an object"
+        )));
+    }
+    Ok(upload)
+}
+
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(value) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    let key = value.to_str().map(str::trim).unwrap_or_default();
+    if key.is_empty() || key.len() > MAX_IDEMPOTENCY_KEY {
+        return Err(ApiError::InvalidParameter(format!(
+            "Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY} visible characters"
+        )));
+    }
+    Ok(Some(key.to_owned()))
+}
+
+async fn find_by_key(
+    db: &DatabaseConnection,
+    account: Uuid,
+    key: &str,
+) -> Result<Option<Uuid>, ApiError> {
+    let found = scrape_session::Entity::find()
+        .filter(scrape_session::Column::AccountId.eq(account))
+        .filter(scrape_session::Column::IdempotencyKey.eq(key))
+        .one(db)
+        .await?;
+    Ok(found.map(|s| s.id))
+}
+
+/// Creates a scrape session with its items as pending submissions. With an
+/// `Idempotency-Key` already used by this account, answers the first session
+/// (and `Idempotent-Replayed: true`) instead of creating another.
+#[utoipa::path(post, path = "/scrapes", tag = "extension",
+    request_body = Upload,
+    params(("Idempotency-Key" = Option<String>, Header, description = "Makes a retried upload return the first session")),
+    responses(
+        (status = 202, body = SessionEnvelope, description = "Accepted; items are merged by a later pass"),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 413, body = ErrorBody), (status = 429, body = ErrorBody),
+    ),
+    security(("bearerAuth" = [])))]
+pub async fn upload(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let key = idempotency_key(&headers)?;
+    if let Some(key) = &key
+        && let Some(id) = find_by_key(&state.db, caller.account_id, key).await?
+    {
+        return replay(&state, caller.account_id, id).await;
+    }
+    let upload = parse(&body)?;
+    let now = state.clock.now();
+    let session_id = Uuid::new_v4();
+    let txn = crate::db::begin_write(&state.db).await?;
+    let session = scrape_session::ActiveModel {
+        id: Set(session_id),
+        account_id: Set(caller.account_id),
+        api_key_id: Set(caller.key_id),
+        source_type: Set(wire(upload.source_type)),
+        intent: Set(wire(upload.intent)),
+        url_count: Set(i64::from(
+            upload.url_count.unwrap_or(upload.items.len() as u32),
+        )),
+        idempotency_key: Set(key.clone()),
+        completed_at: Set(None),
+        created_at: Set(now),
+        updated_at: Set(now),
+    };
+    if let Err(e) = scrape_session::Entity::insert(session)
+        .exec_without_returning(&txn)
+        .await
+    {
+        // A concurrent retry with the same key won the race: answer its session.
+        if let (Some(SqlErr::UniqueConstraintViolation(_)), Some(key)) = (e.sql_err(), &key) {
+            drop(txn);
+            let id = find_by_key(&state.db, caller.account_id, key)
+                .await?
+                .ok_or(ApiError::Internal)?;
+            return replay(&state, caller.account_id, id).await;
+        }
+        return Err(e.into());
+    }
+    let rows: Vec<submission::ActiveModel> = upload
+        .items
+        .into_iter()
+        .map(|payload| submission::ActiveModel {
+            id: NotSet,
+            session_id: Set(session_id),
+            status: Set(entity::SubmissionStatus::Pending),
+            payload: Set(payload),
+            product_id: Set(None),
+            reason: Set(None),
+            lease_expires_at: Set(None),
+            created_at: Set(now),
+            updated_at: Set(now),
+        })
+        .collect();
+    crate::db::insert_batched(&txn, rows).await?;
+    txn.commit().await?;
+    let view = sessions::find_for_account(&state.db, caller.account_id, session_id).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(SessionEnvelope { data: view.into() }),
+    )
+        .into_response())
+}
+
+async fn replay(state: &AppState, account: Uuid, id: Uuid) -> Result<Response, ApiError> {
+    let view = sessions::find_for_account(&state.db, account, id).await?;
+    let mut response = (
+        StatusCode::ACCEPTED,
+        Json(SessionEnvelope { data: view.into() }),
+    )
+        .into_response();
+    response
+        .headers_mut()
+        .insert("idempotent-replayed", HeaderValue::from_static("true"));
+    Ok(response)
 }

@@ -7,7 +7,7 @@
 //! case-folded brand.
 
 use crate::db::insert_batched;
-use chrono::NaiveDate;
+use chrono::{DateTime, NaiveDate, Utc};
 use entity::{Marketplace, StringList, brand_snapshot, category_snapshot, product};
 use sea_orm::{
     ColumnTrait, DbErr, EntityTrait, ExprTrait, QueryFilter, QuerySelect, TransactionSession,
@@ -89,4 +89,28 @@ pub async fn compute(db: &impl TransactionTrait, day: NaiveDate) -> Result<(), D
         );
     insert_batched(&txn, rows.collect()).await?;
     txn.commit().await
+}
+
+/// Computes today's snapshots (UTC) unless they exist; returns whether it did.
+/// Run at start and on every scheduler tick, this makes one snapshot a day.
+pub async fn ensure_today(
+    db: &sea_orm::DatabaseConnection,
+    now: DateTime<Utc>,
+) -> Result<bool, DbErr> {
+    use sea_orm::PaginatorTrait;
+    let day = now.date_naive();
+    let has = |n: u64| n > 0;
+    let categories = category_snapshot::Entity::find()
+        .filter(category_snapshot::Column::SnapshotDate.eq(day))
+        .count(db)
+        .await?;
+    let brands = brand_snapshot::Entity::find()
+        .filter(brand_snapshot::Column::SnapshotDate.eq(day))
+        .count(db)
+        .await?;
+    if has(categories) || has(brands) {
+        return Ok(false);
+    }
+    compute(db, day).await?;
+    Ok(true)
 }

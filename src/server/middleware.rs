@@ -23,8 +23,8 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 /// client's kept), logged with the request, and echoed in the response.
 pub fn apply(router: Router) -> Router {
     router
-        .layer(axum::middleware::map_response(json_payload_too_large))
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
+        .layer(axum::middleware::map_response(json_payload_too_large))
         .layer(CompressionLayer::new())
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
         .layer(

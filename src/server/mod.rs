@@ -12,6 +12,7 @@ use tokio::net::TcpListener;
 
 use crate::clock::SharedClock;
 use crate::config::Settings;
+use crate::events::SessionEvents;
 use crate::graphql::VitrinaSchema;
 use crate::http::ApiError;
 use crate::limits::RateLimiter;
@@ -26,6 +27,8 @@ pub struct AppState {
     pub settings: Settings,
     pub rate_limiter: Arc<RateLimiter>,
     pub graphql: Arc<VitrinaSchema>,
+    /// Live session progress for GraphQL subscriptions.
+    pub events: SessionEvents,
 }
 
 impl AppState {
@@ -36,11 +39,16 @@ impl AppState {
         settings: Settings,
     ) -> Self {
         AppState {
-            db,
             clock,
             public_url,
             rate_limiter: Arc::new(RateLimiter::new(settings.limits.rate_per_minute)),
             graphql: Arc::new(crate::graphql::schema(&settings.graphql)),
+            events: {
+                let events = SessionEvents::default();
+                events.listen(&db);
+                events
+            },
+            db,
             settings,
         }
     }

@@ -6,3 +6,6 @@
 //! holding the exact body bytes, `status = pending`, `attempts = 0` and
 //! `next_attempt_at = now`. Delivery (this module) claims due rows, signs and
 //! sends them, logs each attempt and reschedules or finishes them.
+
+pub mod delivery;
+pub mod outbox;

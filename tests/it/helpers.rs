@@ -119,6 +119,8 @@ pub struct TestApp {
     pub db: DatabaseConnection,
     pub clock: ManualClock,
     pub client: reqwest::Client,
+    /// The state the app serves with (settings, events, ...).
+    pub state: AppState,
     statements: Arc<std::sync::atomic::AtomicUsize>,
     /// Keeps the database alive as long as the app.
     _test_db: TestDb,
@@ -153,7 +155,7 @@ impl TestApp {
         );
         tokio::spawn(vitrina::server::serve(
             listener,
-            state,
+            state.clone(),
             std::future::pending(),
         ));
         let client = reqwest::Client::builder()
@@ -165,6 +167,7 @@ impl TestApp {
             db,
             clock,
             client,
+            state,
             statements,
             _test_db: test_db,
         }
@@ -212,5 +215,33 @@ impl TestApp {
     /// SQL statements the app's connection has run so far.
     pub fn statements(&self) -> usize {
         self.statements.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The background jobs over this app's database and clock.
+    pub fn jobs(&self) -> vitrina::jobs::scheduler::Jobs {
+        let state = &self.state;
+        vitrina::jobs::scheduler::Jobs::new(
+            state.db.clone(),
+            state.clock.clone(),
+            &state.settings,
+            &state.public_url,
+            state.events.clone(),
+        )
+    }
+
+    /// POST a JSON body as `key`.
+    pub async fn post_as(
+        &self,
+        key: &str,
+        path: &str,
+        body: &serde_json::Value,
+    ) -> reqwest::Response {
+        self.client
+            .post(self.url(path))
+            .bearer_auth(key)
+            .json(body)
+            .send()
+            .await
+            .expect("request")
     }
 }

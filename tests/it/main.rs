@@ -12,6 +12,7 @@ mod helpers;
 mod cli;
 mod foundation;
 mod graphql;
+mod pipeline;
 mod rest_access;
 mod rest_contract;
 mod rest_products;

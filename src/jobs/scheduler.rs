@@ -1,0 +1,84 @@
+//! Runs the jobs: one tick merges everything pending, sends due webhooks,
+//! makes today's snapshot if it is missing and applies retention. `serve`
+//! ticks every few seconds; `vitrina jobs run-once` ticks once. The jobs take
+//! time from the injected clock; only the pause between ticks is real time.
+
+use std::time::Duration;
+
+use chrono::TimeDelta;
+use sea_orm::{DatabaseConnection, DbErr};
+
+use super::merge::{self, MergeReport, MergeSettings};
+use super::{retention, snapshots};
+use crate::clock::Clock;
+use crate::config::Settings;
+use crate::events::SessionEvents;
+use crate::webhooks::delivery::{DeliveryReport, Sender};
+
+/// Everything a tick needs.
+pub struct Jobs {
+    pub db: DatabaseConnection,
+    pub clock: crate::clock::SharedClock,
+    pub merge: MergeSettings,
+    pub retention: TimeDelta,
+    pub sender: Sender,
+    pub events: SessionEvents,
+}
+
+/// What one tick did.
+#[derive(Debug, Default)]
+pub struct TickReport {
+    pub merge: MergeReport,
+    pub deliveries: DeliveryReport,
+    pub snapshot_made: bool,
+    pub purged: u64,
+}
+
+impl Jobs {
+    pub fn new(
+        db: DatabaseConnection,
+        clock: crate::clock::SharedClock,
+        settings: &Settings,
+        public_url: &str,
+        events: SessionEvents,
+    ) -> Self {
+        let jobs = &settings.jobs;
+        Jobs {
+            db,
+            clock,
+            merge: MergeSettings {
+                batch: jobs.merge_batch.max(1),
+                lease: TimeDelta::seconds(jobs.merge_lease_secs as i64),
+                public_url: public_url.to_owned(),
+            },
+            retention: TimeDelta::days(jobs.retention_days as i64),
+            sender: Sender::new(&settings.webhooks),
+            events,
+        }
+    }
+
+    /// One round of every job.
+    pub async fn tick(&self) -> Result<TickReport, DbErr> {
+        let clock: &dyn Clock = self.clock.as_ref();
+        Ok(TickReport {
+            merge: merge::run_pass(&self.db, clock, &self.merge, &self.events).await?,
+            deliveries: crate::webhooks::delivery::deliver_due(&self.db, clock, &self.sender)
+                .await?,
+            snapshot_made: snapshots::ensure_today(&self.db, clock.now()).await?,
+            purged: retention::purge(&self.db, clock.now(), self.retention).await?,
+        })
+    }
+
+    /// Ticks every `every` until the process ends; a failed tick is logged and
+    /// the next one tries again.
+    pub async fn run(self, every: Duration) {
+        let mut interval = tokio::time::interval(every);
+        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            interval.tick().await;
+            if let Err(e) = self.tick().await {
+                tracing::error!(error = %e, "job tick failed");
+            }
+        }
+    }
+}
