@@ -18,14 +18,17 @@ mod query;
 mod scalars;
 mod seller;
 mod session;
+mod subscription;
 
 use std::sync::Arc;
 
 use async_graphql::extensions::Analyzer;
-use async_graphql::{BatchRequest, BatchResponse, EmptyMutation, EmptySubscription, Schema};
-use async_graphql_axum::GraphQLBatchRequest;
+use async_graphql::http::ALL_WEBSOCKET_PROTOCOLS;
+use async_graphql::{BatchRequest, BatchResponse, Data, EmptyMutation, Schema};
+use async_graphql_axum::{GraphQLBatchRequest, GraphQLProtocol, GraphQLWebSocket};
 use axum::Router;
 use axum::extract::State;
+use axum::extract::WebSocketUpgrade;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
@@ -40,8 +43,9 @@ pub use error::gql;
 use loaders::Loaders;
 use query::QueryRoot;
 pub use scalars::Timestamp;
+use subscription::SubscriptionRoot;
 
-pub type VitrinaSchema = Schema<QueryRoot, EmptyMutation, EmptySubscription>;
+pub type VitrinaSchema = Schema<QueryRoot, EmptyMutation, SubscriptionRoot>;
 
 /// What resolvers reach through the context.
 pub struct RequestData {
@@ -66,7 +70,7 @@ pub fn connection_cost(first: Option<i32>, last: Option<i32>, child: usize) -> u
 /// The schema with the configured limits. The cost of each query is reported
 /// in `extensions.analyzer` (`complexity`, `depth`).
 pub fn schema(config: &GraphqlConfig) -> VitrinaSchema {
-    Schema::build(QueryRoot, EmptyMutation, EmptySubscription)
+    Schema::build(QueryRoot, EmptyMutation, SubscriptionRoot)
         .limit_depth(config.max_depth)
         .limit_complexity(config.max_complexity)
         .extension(Analyzer)
@@ -79,7 +83,49 @@ pub fn sdl() -> String {
 }
 
 pub fn router() -> Router<AppState> {
-    Router::new().route("/graphql", get(get_graphql).post(post_graphql))
+    Router::new()
+        .route("/graphql", get(get_graphql).post(post_graphql))
+        .route("/graphql/ws", get(subscribe))
+}
+
+/// Subscriptions over WebSocket. The key comes in the `Authorization` header
+/// of the upgrade request or, from browsers, in the `connection_init`
+/// payload (`{"Authorization": "Bearer <key>"}`); a connection counts as one
+/// request against the rate limit.
+async fn subscribe(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    protocol: GraphQLProtocol,
+    upgrade: WebSocketUpgrade,
+) -> Response {
+    let schema = (*state.graphql).clone();
+    upgrade
+        .protocols(ALL_WEBSOCKET_PROTOCOLS)
+        .on_upgrade(move |socket| {
+            GraphQLWebSocket::new(socket, schema, protocol)
+                .on_connection_init(move |payload| async move {
+                    let mut headers = headers;
+                    if let Some(value) = payload
+                        .get("Authorization")
+                        .and_then(|v| v.as_str())
+                        .and_then(|v| HeaderValue::from_str(v).ok())
+                    {
+                        headers.insert(header::AUTHORIZATION, value);
+                    }
+                    let admission = access::admit(&state, &headers)
+                        .await
+                        .map_err(|(error, _)| gql(error))?;
+                    let loaders = Loaders::new(&state.db);
+                    let mut data = Data::default();
+                    data.insert(Arc::new(RequestData {
+                        state,
+                        caller: admission.caller,
+                        loaders,
+                    }));
+                    Ok(data)
+                })
+                .serve()
+        })
 }
 
 fn accepts(headers: &HeaderMap, media: &str) -> bool {

@@ -746,3 +746,112 @@ async fn retention_deletes_old_submissions_and_fires_nothing() {
         0
     );
 }
+
+mod live {
+    use futures_util::{SinkExt, StreamExt};
+    use serde_json::{Value, json};
+    use tokio_tungstenite::tungstenite::{Message, client::IntoClientRequest};
+
+    use super::{item, send};
+    use crate::helpers::TestApp;
+
+    type Socket = tokio_tungstenite::WebSocketStream<
+        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+    >;
+
+    async fn connect(app: &TestApp, key: &str) -> Socket {
+        let mut request = format!("ws://{}/graphql/ws", app.addr)
+            .into_client_request()
+            .unwrap();
+        request.headers_mut().insert(
+            "Sec-WebSocket-Protocol",
+            "graphql-transport-ws".parse().unwrap(),
+        );
+        let (mut socket, _) = tokio_tungstenite::connect_async(request)
+            .await
+            .expect("websocket");
+        let init = json!({ "type": "connection_init", "payload": { "Authorization": format!("Bearer {key}") } });
+        socket.send(Message::text(init.to_string())).await.unwrap();
+        socket
+    }
+
+    /// The next JSON message, within a few seconds.
+    async fn next(socket: &mut Socket) -> Option<Value> {
+        loop {
+            let message = tokio::time::timeout(std::time::Duration::from_secs(10), socket.next())
+                .await
+                .ok()??
+                .ok()?;
+            if let Message::Text(text) = message {
+                return serde_json::from_str(&text).ok();
+            }
+        }
+    }
+
+    fn subscription(id: &str) -> Message {
+        let query = format!(
+            "subscription {{ scrapeSessionUpdated(id: \"{id}\") {{ status stats {{ pending merged }} }} }}"
+        );
+        Message::text(
+            json!({ "id": "1", "type": "subscribe", "payload": { "query": query } }).to_string(),
+        )
+    }
+
+    #[tokio::test]
+    async fn a_subscription_pushes_session_progress_as_the_merge_pass_moves_it() {
+        let app = TestApp::spawn().await;
+        let key = app.key("acme").await;
+        let session = send(&app, &key, vec![item("1"), item("2")]).await;
+        let mut socket = connect(&app, &key).await;
+        assert_eq!(next(&mut socket).await.unwrap()["type"], "connection_ack");
+        socket
+            .send(subscription(&session.to_string()))
+            .await
+            .unwrap();
+        let first = next(&mut socket).await.unwrap();
+        assert_eq!(
+            first["payload"]["data"]["scrapeSessionUpdated"],
+            json!({ "status": "PROCESSING", "stats": { "pending": 2, "merged": 0 } })
+        );
+
+        app.jobs().tick().await.unwrap();
+        let mut last = Value::Null;
+        while last["stats"]["merged"] != 2 {
+            last = next(&mut socket).await.expect("an update per merged submission")["payload"]["data"]["scrapeSessionUpdated"].clone();
+        }
+        assert_eq!(
+            last,
+            json!({ "status": "COMPLETED", "stats": { "pending": 0, "merged": 2 } })
+        );
+    }
+
+    #[tokio::test]
+    async fn another_accounts_session_cannot_be_watched() {
+        let app = TestApp::spawn().await;
+        let (owner, stranger) = (app.key("owner").await, app.key("stranger").await);
+        let session = send(&app, &owner, vec![item("1")]).await;
+        let mut socket = connect(&app, &stranger).await;
+        assert_eq!(next(&mut socket).await.unwrap()["type"], "connection_ack");
+        socket
+            .send(subscription(&session.to_string()))
+            .await
+            .unwrap();
+        let reply = next(&mut socket).await.unwrap();
+        assert_eq!(
+            reply["payload"]["errors"][0]["extensions"]["code"], "NOT_FOUND",
+            "{reply}"
+        );
+        assert!(reply["payload"]["data"].is_null());
+    }
+
+    #[tokio::test]
+    async fn a_connection_without_a_valid_key_is_refused() {
+        let app = TestApp::spawn().await;
+        let mut socket = connect(&app, "vtr_wrong").await;
+        let reply = next(&mut socket).await;
+        assert!(
+            reply.as_ref().is_none_or(|m| m["type"] != "connection_ack"),
+            "{reply:?}"
+        );
+    }
+}
