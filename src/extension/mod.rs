@@ -2,6 +2,7 @@
 //! and its settings page call. Bearer auth like REST v1, but it writes:
 //! scrape uploads and webhook subscriptions. Not part of the read-only v1 surface.
 
+pub mod openapi;
 mod scrapes;
 mod webhooks;
 
@@ -9,16 +10,20 @@ use axum::Router;
 use axum::extract::{Request, State};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
+use axum::routing::get;
 
 use crate::http::access;
 use crate::server::AppState;
 
 /// The extension routes, to be nested under `/extension/v1`.
 pub fn router(state: AppState) -> Router<AppState> {
-    Router::new()
+    let authenticated = Router::new()
         .merge(scrapes::router())
         .merge(webhooks::router())
-        .route_layer(middleware::from_fn_with_state(state, require_key))
+        .route_layer(middleware::from_fn_with_state(state, require_key));
+    Router::new()
+        .route("/openapi.json", get(openapi::document))
+        .merge(authenticated)
 }
 
 /// Admits the caller like REST v1 does and hands it to the handler.

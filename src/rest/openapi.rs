@@ -10,7 +10,8 @@ use utoipa::{Modify, OpenApi};
 
 use super::{catalog, products, scrapes, sellers};
 
-struct BearerAuth;
+/// Declares the `bearerAuth` security scheme.
+pub struct BearerAuth;
 
 impl Modify for BearerAuth {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {

@@ -141,6 +141,56 @@ async fn an_upload_is_merged_into_products_visible_through_rest_and_graphql() {
 }
 
 #[tokio::test]
+async fn the_extension_document_describes_the_upload_and_the_item_format() {
+    let app = TestApp::spawn().await;
+    let key = app.key("acme").await;
+    let doc: Value = app
+        .get("/extension/v1/openapi.json")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let schema = &doc["components"]["schemas"]["ScrapedItem"];
+    for field in [
+        "marketplace",
+        "external_id",
+        "url",
+        "language",
+        "name",
+        "seller",
+    ] {
+        assert!(
+            schema["required"]
+                .as_array()
+                .unwrap()
+                .contains(&json!(field)),
+            "{field} is documented as required"
+        );
+    }
+    let response = app
+        .post_as(&key, "/extension/v1/scrapes", &upload(vec![item("1")]))
+        .await;
+    assert_eq!(response.status(), 202);
+    crate::rest_contract::validate_operation(
+        &doc,
+        "post",
+        "/scrapes",
+        202,
+        &response.json().await.unwrap(),
+    );
+    let refused = app
+        .post_as(&key, "/extension/v1/scrapes", &json!({ "items": [] }))
+        .await;
+    crate::rest_contract::validate_operation(
+        &doc,
+        "post",
+        "/scrapes",
+        400,
+        &refused.json().await.unwrap(),
+    );
+}
+
+#[tokio::test]
 async fn an_idempotency_key_makes_a_retried_upload_return_the_first_session() {
     let app = TestApp::spawn().await;
     let key = app.key("acme").await;

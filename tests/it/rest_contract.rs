@@ -29,8 +29,14 @@ async fn demo_app(products: u64) -> (TestApp, String) {
     (app, key)
 }
 
+/// Asserts `body` matches what `doc` says `GET template` answers with `status`.
 fn validate(doc: &Value, template: &str, status: u16, body: &Value) {
-    let schema = &doc["paths"][template]["get"]["responses"][status.to_string()]["content"]["application/json"]
+    validate_operation(doc, "get", template, status, body);
+}
+
+/// Asserts `body` matches what `doc` says `method template` answers with `status`.
+pub fn validate_operation(doc: &Value, method: &str, template: &str, status: u16, body: &Value) {
+    let schema = &doc["paths"][template][method]["responses"][status.to_string()]["content"]["application/json"]
         ["schema"];
     assert!(
         schema.is_object(),

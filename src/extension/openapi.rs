@@ -1,0 +1,42 @@
+//! `GET /extension/v1/openapi.json`: the OpenAPI 3.1 document of the
+//! extension API, including the scraped item format, generated from the code.
+
+use std::sync::OnceLock;
+
+use axum::http::header;
+use axum::response::IntoResponse;
+use utoipa::OpenApi;
+
+use super::scrapes;
+use crate::rest::openapi::BearerAuth;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Vitrina extension API",
+        version = "1",
+        description = "What the browser-extension scraper and its settings page call: scrape uploads \
+            and webhook subscriptions. Bearer auth like REST v1; errors are `{\"error\": {\"code\", \"message\"}}`."
+    ),
+    servers((url = "/extension/v1")),
+    paths(scrapes::upload),
+    modifiers(&BearerAuth),
+)]
+pub struct ExtensionApiDoc;
+
+/// The document, rendered once.
+pub fn document_json() -> &'static str {
+    static DOC: OnceLock<String> = OnceLock::new();
+    DOC.get_or_init(|| {
+        ExtensionApiDoc::openapi()
+            .to_pretty_json()
+            .unwrap_or_default()
+    })
+}
+
+pub async fn document() -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        document_json(),
+    )
+}
