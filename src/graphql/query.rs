@@ -58,6 +58,7 @@ impl QueryRoot {
     /// One product's full price and stock history, newest first; NOT_FOUND when
     /// the product is unknown.
     #[graphql(complexity = "super::connection_cost(first, last, child_complexity)")]
+    #[allow(clippy::too_many_arguments)] // one per GraphQL argument (Relay's four among them)
     async fn price_history(
         &self,
         ctx: &Context<'_>,

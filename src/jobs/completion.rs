@@ -30,15 +30,12 @@ pub async fn after_change(
         .remove(&session.id)
         .unwrap_or_default();
     let mut update = scrape_session::Entity::update_many()
-        .col_expr(scrape_session::Column::UpdatedAt, Expr::val(now).into())
+        .col_expr(scrape_session::Column::UpdatedAt, Expr::val(now))
         .filter(scrape_session::Column::Id.eq(session.id));
     let completing = stats.status() == SessionStatus::Completed;
     if completing {
         update = update
-            .col_expr(
-                scrape_session::Column::CompletedAt,
-                Expr::val(Some(now)).into(),
-            )
+            .col_expr(scrape_session::Column::CompletedAt, Expr::val(Some(now)))
             .filter(scrape_session::Column::CompletedAt.is_null());
     }
     let changed = update.exec(txn).await?.rows_affected == 1;

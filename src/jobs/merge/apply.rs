@@ -385,13 +385,13 @@ async fn record_price(
     if old_price < p.price {
         flag = Some(format!("old_price {old_price} is below price {}", p.price));
     }
-    if let Some(c) = current.as_ref().filter(|c| c.price > 0.0) {
-        if p.price > c.price * PRICE_JUMP || p.price < c.price / PRICE_JUMP {
-            flag = Some(format!(
-                "price {} differs from the current price {} by more than 50%",
-                p.price, c.price
-            ));
-        }
+    if let Some(c) = current.as_ref().filter(|c| c.price > 0.0)
+        && (p.price > c.price * PRICE_JUMP || p.price < c.price / PRICE_JUMP)
+    {
+        flag = Some(format!(
+            "price {} differs from the current price {} by more than 50%",
+            p.price, c.price
+        ));
     }
     let repeats = current.as_ref().is_some_and(|c| {
         c.price == p.price

@@ -53,11 +53,11 @@ pub async fn release_expired(db: &impl ConnectionTrait, now: DateTime<Utc>) -> R
     let result = submission::Entity::update_many()
         .col_expr(
             submission::Column::Status,
-            Expr::val(SubmissionStatus::Pending.as_str()).into(),
+            Expr::val(SubmissionStatus::Pending.as_str()),
         )
         .col_expr(
             submission::Column::LeaseExpiresAt,
-            Expr::val(Option::<DateTime<Utc>>::None).into(),
+            Expr::val(Option::<DateTime<Utc>>::None),
         )
         .filter(submission::Column::Status.eq(SubmissionStatus::Processing))
         .filter(submission::Column::LeaseExpiresAt.lt(now))
@@ -153,17 +153,14 @@ async fn merge_one(
         }
     };
     let finished = submission::Entity::update_many()
-        .col_expr(
-            submission::Column::Status,
-            Expr::val(status.as_str()).into(),
-        )
-        .col_expr(submission::Column::ProductId, Expr::val(product_id).into())
-        .col_expr(submission::Column::Reason, Expr::val(reason).into())
+        .col_expr(submission::Column::Status, Expr::val(status.as_str()))
+        .col_expr(submission::Column::ProductId, Expr::val(product_id))
+        .col_expr(submission::Column::Reason, Expr::val(reason))
         .col_expr(
             submission::Column::LeaseExpiresAt,
-            Expr::val(Option::<DateTime<Utc>>::None).into(),
+            Expr::val(Option::<DateTime<Utc>>::None),
         )
-        .col_expr(submission::Column::UpdatedAt, Expr::val(now).into())
+        .col_expr(submission::Column::UpdatedAt, Expr::val(now))
         .filter(submission::Column::Id.eq(claimed.id))
         .filter(submission::Column::Status.eq(SubmissionStatus::Processing))
         .filter(submission::Column::LeaseExpiresAt.eq(claimed.lease_expires_at))
