@@ -7,9 +7,7 @@ mod scrapes;
 mod webhooks;
 
 use axum::Router;
-use axum::extract::{Request, State};
-use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::middleware;
 use axum::routing::get;
 
 use crate::http::access;
@@ -20,27 +18,8 @@ pub fn router(state: AppState) -> Router<AppState> {
     let authenticated = Router::new()
         .merge(scrapes::router())
         .merge(webhooks::router())
-        .route_layer(middleware::from_fn_with_state(state, require_key));
+        .route_layer(middleware::from_fn_with_state(state, access::require_key));
     Router::new()
         .route("/openapi.json", get(openapi::document))
         .merge(authenticated)
-}
-
-/// Admits the caller like REST v1 does and hands it to the handler.
-async fn require_key(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
-    match access::admit(&state, request.headers()).await {
-        Ok(admission) => {
-            request.extensions_mut().insert(admission.caller);
-            let mut response = next.run(request).await;
-            access::rate_headers(&admission.rate, response.headers_mut());
-            response
-        }
-        Err((error, rate)) => {
-            let mut response = error.into_response();
-            if let Some(rate) = rate {
-                access::rate_headers(&rate, response.headers_mut());
-            }
-            response
-        }
-    }
 }

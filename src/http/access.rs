@@ -1,6 +1,9 @@
 //! Admission of a request: a valid API key, then the per-minute rate limit.
 
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 
 use super::ApiError;
 use crate::accounts::{self, Caller};
@@ -54,5 +57,29 @@ pub fn rate_headers(rate: &RateDecision, headers: &mut HeaderMap) {
         ("x-ratelimit-reset", rate.reset_at),
     ] {
         headers.insert(HeaderName::from_static(name), HeaderValue::from(value));
+    }
+}
+
+/// Middleware for keyed routes: admits the caller, hands it to the handler as
+/// an extension, and adds the rate-limit headers to whatever is answered.
+pub async fn require_key(
+    State(state): State<AppState>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    match admit(&state, request.headers()).await {
+        Ok(admission) => {
+            request.extensions_mut().insert(admission.caller);
+            let mut response = next.run(request).await;
+            rate_headers(&admission.rate, response.headers_mut());
+            response
+        }
+        Err((error, rate)) => {
+            let mut response = error.into_response();
+            if let Some(rate) = rate {
+                rate_headers(&rate, response.headers_mut());
+            }
+            response
+        }
     }
 }
