@@ -1,5 +1,7 @@
 //! The `vitrina` command line.
 
+mod webhooks;
+
 use clap::{Parser, Subcommand};
 use sea_orm::DatabaseConnection;
 use tokio::net::TcpListener;
@@ -42,6 +44,9 @@ pub enum Command {
     /// Manage API keys.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Manage webhook subscriptions.
+    #[command(subcommand)]
+    Webhooks(webhooks::WebhooksCommand),
     /// Print the GraphQL schema (SDL), or write it to a file.
     Schema {
         /// Write here instead of standard output (e.g. `schema.graphql`).
@@ -109,6 +114,7 @@ impl Cli {
                 Ok(())
             }
             Command::Keys(command) => keys(&conn, clock.as_ref(), command).await,
+            Command::Webhooks(command) => webhooks::run(&conn, clock.as_ref(), command).await,
             Command::Schema { .. } => Ok(()),
         }
     }
