@@ -452,13 +452,13 @@ async fn a_429_without_retry_after_follows_the_schedule() {
 #[tokio::test]
 async fn a_timeout_is_retried() {
     let mut h = Hooks::start_with(WebhookConfig {
-        webhook_timeout_ms: 200,
+        webhook_timeout_ms: 1_000,
         ..dev_config()
     })
     .await;
     h.subscribe().await;
     h.complete_session().await;
-    h.receiver.script([Reply::Slow(Duration::from_secs(3))]);
+    h.receiver.script([Reply::Slow(Duration::from_secs(10))]);
 
     assert_eq!(h.deliver().await.rescheduled, 1);
     let delivery = h.only_delivery().await;
@@ -507,22 +507,41 @@ async fn consecutive_failures_disable_the_subscription() {
     .await;
     let (id, _) = h.subscribe().await;
     h.complete_session().await;
-    h.complete_session().await;
     h.receiver
         .script(std::iter::repeat_n(Reply::Status(500), 10));
-
-    h.deliver().await; // two failures
-    assert_eq!(h.subscription(id).await.status, SubscriptionStatus::Active);
+    h.deliver().await;
     h.advance(SCHEDULE[0]);
-    h.deliver().await; // the third disables it
+    h.deliver().await;
+    assert_eq!(h.subscription(id).await.consecutive_failures, 2);
+    // Another delivery, waiting for a later retry when the subscription goes.
+    let later = h.complete_session().await;
+    let mut waiting = webhook_delivery::Entity::find()
+        .filter(webhook_delivery::Column::SessionId.eq(later))
+        .one(&h.app.db)
+        .await
+        .unwrap()
+        .unwrap()
+        .into_active_model();
+    waiting.next_attempt_at = Set(Some(h.now() + TimeDelta::hours(1)));
+    waiting.update(&h.app.db).await.unwrap();
+
+    h.advance(SCHEDULE[1]);
+    assert_eq!(h.deliver().await.failed, 1, "the third failure is final");
 
     let subscription = h.subscription(id).await;
     assert_eq!(subscription.status, SubscriptionStatus::Disabled);
     assert_eq!(subscription.disabled_at, Some(h.now()));
-    for delivery in h.deliveries().await {
-        assert_eq!(delivery.status, DeliveryStatus::Failed, "{delivery:?}");
-    }
-    assert_eq!(h.receiver.take().len(), 4);
+    let attempts: Vec<(i32, DeliveryStatus)> = h
+        .deliveries()
+        .await
+        .iter()
+        .map(|d| (d.attempts, d.status))
+        .collect();
+    assert_eq!(
+        attempts,
+        [(3, DeliveryStatus::Failed), (0, DeliveryStatus::Failed)]
+    );
+    assert_eq!(h.receiver.take().len(), 3);
 
     h.advance(TimeDelta::days(2));
     h.deliver().await;
