@@ -69,8 +69,10 @@ pub async fn create(
         disabled_at: None,
     };
     // Insert, then count with the new row included, and undo it past the cap.
-    // The insert comes first so SQLite takes its write lock at once; on
-    // PostgreSQL the account row lock makes concurrent creations count in turn.
+    // The insert comes first so SQLite takes its write lock at once. On
+    // PostgreSQL the account row lock makes concurrent creations count in
+    // turn; NO KEY UPDATE, because the insert's foreign-key check already
+    // holds KEY SHARE on that row, which a plain FOR UPDATE would deadlock on.
     let tx = db.begin().await?;
     webhook_subscription::Entity::insert(webhook_subscription::ActiveModel::from(
         subscription.clone(),
@@ -78,7 +80,7 @@ pub async fn create(
     .exec_without_returning(&tx)
     .await?;
     account::Entity::find_by_id(account_id)
-        .lock(LockType::Update)
+        .lock(LockType::NoKeyUpdate)
         .one(&tx)
         .await?;
     if active_count(&tx, account_id).await? > MAX_ACTIVE_PER_ACCOUNT {

@@ -860,6 +860,20 @@ async fn at_most_five_active_subscriptions() {
 }
 
 #[tokio::test]
+async fn concurrent_creations_respect_the_cap() {
+    let h = Hooks::start().await;
+    let url = json!({ "url": h.receiver.hook("/hook") });
+    let creations = (0..8).map(|_| create(&h.app, &h.key, url.clone()));
+    let mut statuses: Vec<u16> = futures_util::future::join_all(creations)
+        .await
+        .into_iter()
+        .map(|(status, _)| status)
+        .collect();
+    statuses.sort();
+    assert_eq!(statuses, [201, 201, 201, 201, 201, 409, 409, 409]);
+}
+
+#[tokio::test]
 async fn disabling_is_final_and_idempotent() {
     let h = Hooks::start().await;
     let (id, _) = h.subscribe().await;
