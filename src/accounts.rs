@@ -55,6 +55,17 @@ fn generate_secret() -> String {
     format!("{KEY_PREFIX}{}", hex::encode(bytes))
 }
 
+/// The account with this name, if there is one.
+pub async fn find_account(
+    db: &impl ConnectionTrait,
+    name: &str,
+) -> Result<Option<account::Model>, sea_orm::DbErr> {
+    account::Entity::find()
+        .filter(account::Column::Name.eq(name.trim()))
+        .one(db)
+        .await
+}
+
 /// Finds the account by name, creating it when missing.
 pub async fn ensure_account(
     db: &impl ConnectionTrait,
@@ -65,11 +76,7 @@ pub async fn ensure_account(
     if name.is_empty() {
         return Err(Error::Invalid("an account name must not be empty".into()));
     }
-    if let Some(found) = account::Entity::find()
-        .filter(account::Column::Name.eq(name))
-        .one(db)
-        .await?
-    {
+    if let Some(found) = find_account(db, name).await? {
         return Ok(found);
     }
     let created = account::ActiveModel {

@@ -1,5 +1,7 @@
 //! The `vitrina` command line.
 
+mod webhooks;
+
 use clap::{Parser, Subcommand};
 use sea_orm::DatabaseConnection;
 use tokio::net::TcpListener;
@@ -49,6 +51,9 @@ pub enum Command {
     /// Run the background jobs.
     #[command(subcommand)]
     Jobs(JobsCommand),
+    /// Manage webhook subscriptions.
+    #[command(subcommand)]
+    Webhooks(webhooks::WebhooksCommand),
     /// Print the GraphQL schema (SDL), or write it to a file.
     Schema {
         /// Write here instead of standard output (e.g. `schema.graphql`).
@@ -135,11 +140,12 @@ impl Cli {
                     &config.settings(),
                     &public_url,
                     SessionEvents::default(),
-                );
+                )?;
                 let report = jobs.tick().await?;
                 println!("{report:?}");
                 Ok(())
             }
+            Command::Webhooks(command) => webhooks::run(&conn, clock.as_ref(), command).await,
             Command::Schema { .. } => Ok(()),
         }
     }
@@ -194,7 +200,7 @@ async fn serve(
         public_url.clone(),
         settings.clone(),
     );
-    let jobs = Jobs::new(conn, clock, &settings, &public_url, state.events.clone());
+    let jobs = Jobs::new(conn, clock, &settings, &public_url, state.events.clone())?;
     let jobs = tokio::spawn(jobs.run(Duration::from_secs(
         settings.jobs.merge_interval_secs.max(1),
     )));

@@ -1,10 +1,187 @@
 //! `GET/POST /extension/v1/webhooks`, `DELETE /extension/v1/webhooks/{id}`,
-//! `GET /extension/v1/webhooks/{id}/deliveries`.
+//! `GET /extension/v1/webhooks/{id}/deliveries`: the settings page's webhook
+//! section. Every call is scoped to the caller's account; the signing secret
+//! appears only in the answer to the POST that creates it.
 
-use axum::Router;
+use axum::extract::State;
+use axum::extract::rejection::JsonRejection;
+use axum::http::StatusCode;
+use axum::routing::{delete, get};
+use axum::{Extension, Json, Router};
+use chrono::{DateTime, Utc};
+use entity::{DeliveryStatus, SubscriptionStatus, webhook_attempt, webhook_subscription};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
 
+use crate::accounts::Caller;
+use crate::http::ApiError;
+use crate::rest::params::{self, PathId};
 use crate::server::AppState;
+use crate::webhooks::subscriptions::{self, DeliveryLog};
+use crate::webhooks::target::TargetPolicy;
 
 pub fn router() -> Router<AppState> {
     Router::new()
+        .route("/webhooks", get(list).post(create))
+        .route("/webhooks/{id}", delete(disable))
+        .route("/webhooks/{id}/deliveries", get(deliveries))
+}
+
+/// `{"data": ...}`, like every v1 answer.
+#[derive(Debug, Serialize)]
+struct Data<T> {
+    data: T,
+}
+
+/// A subscription as shown to its owner: never the secret.
+#[derive(Debug, Serialize)]
+struct Subscription {
+    id: Uuid,
+    url: String,
+    status: SubscriptionStatus,
+    consecutive_failures: i32,
+    created_at: DateTime<Utc>,
+    disabled_at: Option<DateTime<Utc>>,
+}
+
+impl From<webhook_subscription::Model> for Subscription {
+    fn from(s: webhook_subscription::Model) -> Self {
+        Subscription {
+            id: s.id,
+            url: s.target_url,
+            status: s.status,
+            consecutive_failures: s.consecutive_failures,
+            created_at: s.created_at,
+            disabled_at: s.disabled_at,
+        }
+    }
+}
+
+/// The answer to creation: the subscription and, this once, its secret.
+#[derive(Debug, Serialize)]
+struct Created {
+    #[serde(flatten)]
+    subscription: Subscription,
+    secret: String,
+}
+
+#[derive(Debug, Serialize)]
+struct Delivery {
+    id: Uuid,
+    event: String,
+    scrape_session_id: Uuid,
+    status: DeliveryStatus,
+    attempt_count: i32,
+    next_attempt_at: Option<DateTime<Utc>>,
+    created_at: DateTime<Utc>,
+    finished_at: Option<DateTime<Utc>>,
+    attempts: Vec<Attempt>,
+}
+
+/// One attempt: the receiver's status code, or why there was none.
+#[derive(Debug, Serialize)]
+struct Attempt {
+    attempted_at: DateTime<Utc>,
+    status_code: Option<i32>,
+    error: Option<String>,
+    duration_ms: i64,
+}
+
+impl From<DeliveryLog> for Delivery {
+    fn from(log: DeliveryLog) -> Self {
+        let d = log.delivery;
+        Delivery {
+            id: d.id,
+            event: d.event,
+            scrape_session_id: d.session_id,
+            status: d.status,
+            attempt_count: d.attempts,
+            next_attempt_at: d.next_attempt_at,
+            created_at: d.created_at,
+            finished_at: d.finished_at,
+            attempts: log.attempts.into_iter().map(Attempt::from).collect(),
+        }
+    }
+}
+
+impl From<webhook_attempt::Model> for Attempt {
+    fn from(a: webhook_attempt::Model) -> Self {
+        Attempt {
+            attempted_at: a.attempted_at,
+            status_code: a.status_code,
+            error: a.error,
+            duration_ms: a.duration_ms,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct CreateBody {
+    url: String,
+}
+
+/// The caller's subscriptions, oldest first.
+async fn list(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+) -> Result<Json<Data<Vec<Subscription>>>, ApiError> {
+    let rows = subscriptions::list(&state.db, caller.account_id).await?;
+    Ok(Json(Data {
+        data: rows.into_iter().map(Subscription::from).collect(),
+    }))
+}
+
+/// Creates a subscription: 201 with its secret, shown only here.
+async fn create(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    body: Result<Json<CreateBody>, JsonRejection>,
+) -> Result<(StatusCode, Json<Data<Created>>), ApiError> {
+    let Json(body) = body.map_err(|e| ApiError::InvalidBody(e.body_text()))?;
+    let policy = TargetPolicy::from(&state.settings.webhooks);
+    let created = subscriptions::create(
+        &state.db,
+        caller.account_id,
+        &body.url,
+        policy,
+        state.clock.now(),
+    )
+    .await?;
+    let secret = created.secret.clone();
+    Ok((
+        StatusCode::CREATED,
+        Json(Data {
+            data: Created {
+                subscription: created.into(),
+                secret,
+            },
+        }),
+    ))
+}
+
+/// Disables a subscription (final; repeating it changes nothing).
+async fn disable(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    PathId(id): PathId,
+) -> Result<Json<Data<Subscription>>, ApiError> {
+    let id = params::uuid(&id)?;
+    let disabled =
+        subscriptions::disable(&state.db, caller.account_id, id, state.clock.now()).await?;
+    Ok(Json(Data {
+        data: disabled.into(),
+    }))
+}
+
+/// The subscription's newest deliveries, newest first, with every attempt.
+async fn deliveries(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    PathId(id): PathId,
+) -> Result<Json<Data<Vec<Delivery>>>, ApiError> {
+    let id = params::uuid(&id)?;
+    let logs = subscriptions::deliveries(&state.db, caller.account_id, id).await?;
+    Ok(Json(Data {
+        data: logs.into_iter().map(Delivery::from).collect(),
+    }))
 }

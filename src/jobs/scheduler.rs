@@ -13,7 +13,7 @@ use super::{retention, snapshots};
 use crate::clock::Clock;
 use crate::config::Settings;
 use crate::events::SessionEvents;
-use crate::webhooks::delivery::{DeliveryReport, Sender};
+use crate::webhooks::{DeliveryReport, Sender};
 
 /// Everything a tick needs.
 pub struct Jobs {
@@ -35,15 +35,16 @@ pub struct TickReport {
 }
 
 impl Jobs {
+    /// Fails only when the webhook client cannot be built.
     pub fn new(
         db: DatabaseConnection,
         clock: crate::clock::SharedClock,
         settings: &Settings,
         public_url: &str,
         events: SessionEvents,
-    ) -> Self {
+    ) -> Result<Self, crate::Error> {
         let jobs = &settings.jobs;
-        Jobs {
+        Ok(Jobs {
             db,
             clock,
             merge: MergeSettings {
@@ -52,9 +53,9 @@ impl Jobs {
                 public_url: public_url.to_owned(),
             },
             retention: TimeDelta::days(jobs.retention_days as i64),
-            sender: Sender::new(&settings.webhooks),
+            sender: Sender::new(&settings.webhooks)?,
             events,
-        }
+        })
     }
 
     /// One round of every job.
@@ -62,8 +63,7 @@ impl Jobs {
         let clock: &dyn Clock = self.clock.as_ref();
         Ok(TickReport {
             merge: merge::run_pass(&self.db, clock, &self.merge, &self.events).await?,
-            deliveries: crate::webhooks::delivery::deliver_due(&self.db, clock, &self.sender)
-                .await?,
+            deliveries: crate::webhooks::deliver_due(&self.db, clock, &self.sender).await?,
             snapshot_made: snapshots::ensure_today(&self.db, clock.now()).await?,
             purged: retention::purge(&self.db, clock.now(), self.retention).await?,
         })

@@ -3,7 +3,7 @@
 
 pub mod dto;
 pub mod openapi;
-mod params;
+pub(crate) mod params;
 
 mod catalog;
 mod products;

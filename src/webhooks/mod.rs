@@ -2,10 +2,30 @@
 //!
 //! The outbox contract: the merge pass writes one `webhook_deliveries` row per
 //! active subscription of the session's account, in the same transaction
-//! that completes the session (`crate::jobs::completion`), with `payload`
-//! holding the exact body bytes, `status = pending`, `attempts = 0` and
-//! `next_attempt_at = now`. Delivery (this module) claims due rows, signs and
-//! sends them, logs each attempt and reschedules or finishes them.
+//! that completes the session ([`outbox::enqueue_session_completed`]), with
+//! `payload` holding the exact body bytes, `status = pending`, `attempts = 0`
+//! and `next_attempt_at = now`. Delivery ([`delivery::deliver_due`]) claims
+//! due rows, signs and sends them, logs each attempt and reschedules or
+//! finishes them.
+//!
+//! | file | what it owns |
+//! |---|---|
+//! | `outbox.rs` | the payload and enqueueing |
+//! | `subscriptions.rs` | subscriptions of an account, the 5-active cap, the delivery log |
+//! | `delivery.rs` | the delivery job: claiming, attempt log, auto-disable |
+//! | `sender.rs` | the HTTP client and one signed POST |
+//! | `retry.rs` | what an attempt's outcome means: success, retry when, or failure |
+//! | `signature.rs` | secrets and the `X-Vitrina-Signature` header |
+//! | `target.rs` | which targets may be dialled (SSRF guard in the DNS resolver) |
 
 pub mod delivery;
 pub mod outbox;
+pub mod retry;
+pub mod sender;
+pub mod signature;
+pub mod subscriptions;
+pub mod target;
+
+pub use delivery::{DeliveryReport, deliver_due};
+pub use outbox::enqueue_session_completed;
+pub use sender::Sender;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::helpers::TestDb;
 
-fn vitrina(db_url: &str, args: &[&str]) -> Output {
+pub fn vitrina(db_url: &str, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_vitrina"))
         .args(args)
         .env("DATABASE_URL", db_url)
@@ -15,11 +15,11 @@ fn vitrina(db_url: &str, args: &[&str]) -> Output {
         .expect("run vitrina")
 }
 
-fn stdout(out: &Output) -> String {
+pub fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn assert_clean_failure(out: &Output, expected: &str) {
+pub fn assert_clean_failure(out: &Output, expected: &str) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(!stderr.contains("panicked"), "{stderr}");

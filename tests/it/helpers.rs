@@ -132,6 +132,14 @@ impl TestApp {
     }
 
     pub async fn spawn_with(limits: Limits) -> TestApp {
+        Self::spawn_with_settings(Settings {
+            limits,
+            ..Settings::default()
+        })
+        .await
+    }
+
+    pub async fn spawn_with_settings(settings: Settings) -> TestApp {
         let test_db = TestDb::new().await;
         let mut db = test_db.connect().await;
         let statements = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -148,10 +156,7 @@ impl TestApp {
             db.clone(),
             Arc::new(clock.clone()),
             format!("http://{addr}"),
-            Settings {
-                limits,
-                ..Settings::default()
-            },
+            settings,
         );
         tokio::spawn(vitrina::server::serve(
             listener,
@@ -227,6 +232,7 @@ impl TestApp {
             &state.public_url,
             state.events.clone(),
         )
+        .expect("jobs")
     }
 
     /// POST a JSON body as `key`.

@@ -17,3 +17,4 @@ mod rest_access;
 mod rest_contract;
 mod rest_products;
 mod rest_sessions;
+mod webhooks;

@@ -1,0 +1,114 @@
+//! `vitrina webhooks ...`: the operator's view of webhook subscriptions.
+
+use std::collections::HashMap;
+
+use clap::Subcommand;
+use entity::account;
+use sea_orm::{DatabaseConnection, EntityTrait};
+use uuid::Uuid;
+
+use crate::accounts;
+use crate::clock::Clock;
+use crate::config::WebhookConfig;
+use crate::error::Error;
+use crate::webhooks::subscriptions::{self, SubscriptionError};
+use crate::webhooks::target::TargetPolicy;
+
+#[derive(Debug, Subcommand)]
+pub enum WebhooksCommand {
+    /// Subscribe an account's URL to `scrape_session.completed`; the signing
+    /// secret is printed once.
+    Create {
+        /// The account's name.
+        #[arg(long)]
+        account: String,
+        /// The target: a public https:// URL.
+        #[arg(long)]
+        url: String,
+        /// The development switch for local targets applies here too.
+        #[command(flatten)]
+        config: WebhookConfig,
+    },
+    /// List subscriptions (never their secrets), of every account or of one.
+    List {
+        #[arg(long)]
+        account: Option<String>,
+    },
+    /// Disable a subscription by its id (final: it cannot be re-enabled).
+    Disable { id: Uuid },
+}
+
+pub async fn run(
+    conn: &DatabaseConnection,
+    clock: &dyn Clock,
+    command: WebhooksCommand,
+) -> Result<(), Error> {
+    crate::db::migrate(conn).await?;
+    match command {
+        WebhooksCommand::Create {
+            account,
+            url,
+            config,
+        } => {
+            let owner = account_named(conn, &account).await?;
+            let policy = TargetPolicy::from(&config);
+            let created = subscriptions::create(conn, owner.id, &url, policy, clock.now())
+                .await
+                .map_err(operator_error)?;
+            println!(
+                "created webhook subscription {} for account {} -> {}",
+                created.id, owner.name, created.target_url
+            );
+            println!("{}", created.secret);
+            println!("(signing secret, shown once: store it now)");
+        }
+        WebhooksCommand::List { account } => {
+            let only = match account {
+                Some(name) => Some(account_named(conn, &name).await?.id),
+                None => None,
+            };
+            let names: HashMap<Uuid, String> = account::Entity::find()
+                .all(conn)
+                .await?
+                .into_iter()
+                .map(|a| (a.id, a.name))
+                .collect();
+            println!(
+                "{:<36}  {:<20}  {:<8}  {:>8}  {:<20}  url",
+                "id", "account", "state", "failures", "created"
+            );
+            for s in subscriptions::list_for_operator(conn, only).await? {
+                println!(
+                    "{:<36}  {:<20}  {:<8}  {:>8}  {:<20}  {}",
+                    s.id,
+                    names.get(&s.account_id).map_or("", String::as_str),
+                    s.status,
+                    s.consecutive_failures,
+                    s.created_at
+                        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                    s.target_url
+                );
+            }
+        }
+        WebhooksCommand::Disable { id } => {
+            let disabled = subscriptions::disable_for_operator(conn, id, clock.now())
+                .await
+                .map_err(operator_error)?;
+            println!("disabled {} ({})", disabled.id, disabled.target_url);
+        }
+    }
+    Ok(())
+}
+
+async fn account_named(conn: &DatabaseConnection, name: &str) -> Result<account::Model, Error> {
+    accounts::find_account(conn, name)
+        .await?
+        .ok_or_else(|| Error::Invalid(format!("no account named {name:?}")))
+}
+
+fn operator_error(err: SubscriptionError) -> Error {
+    match err {
+        SubscriptionError::Database(e) => Error::Database(e),
+        other => Error::Invalid(other.to_string()),
+    }
+}

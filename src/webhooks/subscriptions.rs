@@ -1,0 +1,247 @@
+//! Webhook subscriptions of an account: create, list, disable, and the
+//! delivery log. Every function a caller on behalf of an account uses takes
+//! that account, so another account's subscription is simply not found; the
+//! few operator functions (for the CLI) say so in their name.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use entity::{
+    DeliveryStatus, SubscriptionStatus, account, webhook_attempt, webhook_delivery,
+    webhook_subscription,
+};
+use sea_orm::sea_query::{Expr, LockType};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, PaginatorTrait,
+    QueryFilter, QueryOrder, QuerySelect, TransactionTrait,
+};
+use uuid::Uuid;
+
+use super::signature::generate_secret;
+use super::target::{TargetError, TargetPolicy};
+
+/// Active subscriptions an account may have at once.
+pub const MAX_ACTIVE_PER_ACCOUNT: u64 = 5;
+
+/// Deliveries the delivery log shows at most (the newest).
+pub const DELIVERY_LOG_LIMIT: u64 = 100;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SubscriptionError {
+    /// The target URL is refused.
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    #[error(
+        "an account may have at most {MAX_ACTIVE_PER_ACCOUNT} active webhook subscriptions; disable one first"
+    )]
+    LimitReached,
+    #[error("no such webhook subscription")]
+    NotFound,
+    #[error(transparent)]
+    Database(#[from] DbErr),
+}
+
+/// One delivery with its attempts, oldest attempt first.
+#[derive(Debug, Clone)]
+pub struct DeliveryLog {
+    pub delivery: webhook_delivery::Model,
+    pub attempts: Vec<webhook_attempt::Model>,
+}
+
+/// Creates an active subscription after checking its target. The returned
+/// model holds the secret; callers show it once.
+pub async fn create(
+    db: &DatabaseConnection,
+    account_id: Uuid,
+    url: &str,
+    policy: TargetPolicy,
+    now: DateTime<Utc>,
+) -> Result<webhook_subscription::Model, SubscriptionError> {
+    let url = policy.check_target(url).await?;
+    let subscription = webhook_subscription::Model {
+        id: Uuid::new_v4(),
+        account_id,
+        target_url: url.to_string(),
+        secret: generate_secret(),
+        status: SubscriptionStatus::Active,
+        consecutive_failures: 0,
+        created_at: now,
+        disabled_at: None,
+    };
+    // Insert, then count with the new row included, and undo it past the cap.
+    // The insert comes first so SQLite takes its write lock at once. On
+    // PostgreSQL the account row lock makes concurrent creations count in
+    // turn; NO KEY UPDATE, because the insert's foreign-key check already
+    // holds KEY SHARE on that row, which a plain FOR UPDATE would deadlock on.
+    let tx = db.begin().await?;
+    webhook_subscription::Entity::insert(webhook_subscription::ActiveModel::from(
+        subscription.clone(),
+    ))
+    .exec_without_returning(&tx)
+    .await?;
+    account::Entity::find_by_id(account_id)
+        .lock(LockType::NoKeyUpdate)
+        .one(&tx)
+        .await?;
+    if active_count(&tx, account_id).await? > MAX_ACTIVE_PER_ACCOUNT {
+        tx.rollback().await?;
+        return Err(SubscriptionError::LimitReached);
+    }
+    tx.commit().await?;
+    Ok(subscription)
+}
+
+async fn active_count(conn: &impl ConnectionTrait, account_id: Uuid) -> Result<u64, DbErr> {
+    use webhook_subscription::{Column, Entity};
+    Entity::find()
+        .filter(Column::AccountId.eq(account_id))
+        .filter(Column::Status.eq(SubscriptionStatus::Active))
+        .count(conn)
+        .await
+}
+
+/// The account's subscriptions, oldest first, active and disabled.
+pub async fn list(
+    db: &impl ConnectionTrait,
+    account_id: Uuid,
+) -> Result<Vec<webhook_subscription::Model>, DbErr> {
+    list_for_operator(db, Some(account_id)).await
+}
+
+/// One subscription of the account.
+pub async fn find(
+    db: &impl ConnectionTrait,
+    account_id: Uuid,
+    id: Uuid,
+) -> Result<webhook_subscription::Model, SubscriptionError> {
+    use webhook_subscription::{Column, Entity};
+    Entity::find_by_id(id)
+        .filter(Column::AccountId.eq(account_id))
+        .one(db)
+        .await?
+        .ok_or(SubscriptionError::NotFound)
+}
+
+/// Disables one of the account's subscriptions; its pending deliveries fail.
+/// Disabling is final and idempotent: a disabled one keeps its first
+/// `disabled_at`.
+pub async fn disable(
+    db: &DatabaseConnection,
+    account_id: Uuid,
+    id: Uuid,
+    now: DateTime<Utc>,
+) -> Result<webhook_subscription::Model, SubscriptionError> {
+    find(db, account_id, id).await?;
+    let tx = db.begin().await?;
+    deactivate(&tx, id, now).await?;
+    tx.commit().await?;
+    find(db, account_id, id).await
+}
+
+/// The subscription's newest deliveries (at most [`DELIVERY_LOG_LIMIT`]),
+/// newest first, each with its attempts.
+pub async fn deliveries(
+    db: &impl ConnectionTrait,
+    account_id: Uuid,
+    id: Uuid,
+) -> Result<Vec<DeliveryLog>, SubscriptionError> {
+    find(db, account_id, id).await?;
+    let deliveries = webhook_delivery::Entity::find()
+        .filter(webhook_delivery::Column::SubscriptionId.eq(id))
+        .order_by_desc(webhook_delivery::Column::CreatedAt)
+        .order_by_desc(webhook_delivery::Column::Id)
+        .limit(DELIVERY_LOG_LIMIT)
+        .all(db)
+        .await?;
+    let attempts = webhook_attempt::Entity::find()
+        .filter(webhook_attempt::Column::DeliveryId.is_in(deliveries.iter().map(|d| d.id)))
+        .order_by_asc(webhook_attempt::Column::Id)
+        .all(db)
+        .await?;
+    let mut by_delivery: HashMap<Uuid, Vec<webhook_attempt::Model>> = HashMap::new();
+    for attempt in attempts {
+        by_delivery
+            .entry(attempt.delivery_id)
+            .or_default()
+            .push(attempt);
+    }
+    Ok(deliveries
+        .into_iter()
+        .map(|delivery| DeliveryLog {
+            attempts: by_delivery.remove(&delivery.id).unwrap_or_default(),
+            delivery,
+        })
+        .collect())
+}
+
+/// Every subscription, or one account's, oldest first (the operator's CLI).
+pub async fn list_for_operator(
+    db: &impl ConnectionTrait,
+    account_id: Option<Uuid>,
+) -> Result<Vec<webhook_subscription::Model>, DbErr> {
+    use webhook_subscription::{Column, Entity};
+    let mut query = Entity::find();
+    if let Some(account_id) = account_id {
+        query = query.filter(Column::AccountId.eq(account_id));
+    }
+    query
+        .order_by_asc(Column::CreatedAt)
+        .order_by_asc(Column::Id)
+        .all(db)
+        .await
+}
+
+/// Disables a subscription of any account (the operator's CLI).
+pub async fn disable_for_operator(
+    db: &DatabaseConnection,
+    id: Uuid,
+    now: DateTime<Utc>,
+) -> Result<webhook_subscription::Model, SubscriptionError> {
+    let subscription = webhook_subscription::Entity::find_by_id(id)
+        .one(db)
+        .await?
+        .ok_or(SubscriptionError::NotFound)?;
+    disable(db, subscription.account_id, id, now).await
+}
+
+/// Marks an active subscription disabled and fails its pending deliveries.
+/// Does nothing to one already disabled. Run it inside a transaction.
+pub(super) async fn deactivate(
+    conn: &impl ConnectionTrait,
+    id: Uuid,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    use webhook_subscription::{Column, Entity};
+    let changed = Entity::update_many()
+        .col_expr(Column::Status, Expr::value(SubscriptionStatus::Disabled))
+        .col_expr(Column::DisabledAt, Expr::value(Some(now)))
+        .filter(Column::Id.eq(id))
+        .filter(Column::Status.eq(SubscriptionStatus::Active))
+        .exec(conn)
+        .await?
+        .rows_affected;
+    if changed > 0 {
+        fail_pending(conn, id, now).await?;
+    }
+    Ok(())
+}
+
+/// Fails the subscription's pending deliveries without sending them.
+pub(super) async fn fail_pending(
+    conn: &impl ConnectionTrait,
+    subscription_id: Uuid,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    use webhook_delivery::{Column, Entity};
+    let never: Option<DateTime<Utc>> = None;
+    Entity::update_many()
+        .col_expr(Column::Status, Expr::value(DeliveryStatus::Failed))
+        .col_expr(Column::NextAttemptAt, Expr::value(never))
+        .col_expr(Column::LockedUntil, Expr::value(never))
+        .col_expr(Column::FinishedAt, Expr::value(Some(now)))
+        .filter(Column::SubscriptionId.eq(subscription_id))
+        .filter(Column::Status.eq(DeliveryStatus::Pending))
+        .exec(conn)
+        .await?;
+    Ok(())
+}
