@@ -51,13 +51,15 @@ impl QueryRoot {
         found
             .into_values()
             .next()
-            .map(Product)
+            .map(Product::single)
             .ok_or_else(|| QueryError::NotFound.into())
     }
 
     /// One product's full price and stock history, newest first; NOT_FOUND when
     /// the product is unknown.
     #[graphql(complexity = "super::connection_cost(first, last, child_complexity)")]
+    // The GraphQL arguments are the parameters: the product, its filter and Relay's four.
+    #[allow(clippy::too_many_arguments)]
     async fn price_history(
         &self,
         ctx: &Context<'_>,
@@ -77,6 +79,7 @@ impl QueryRoot {
         price_connection(
             ctx,
             product_id,
+            None,
             filter,
             &Args {
                 first,

@@ -130,6 +130,15 @@ impl TestApp {
     }
 
     pub async fn spawn_with(limits: Limits) -> TestApp {
+        Self::spawn_with_settings(Settings {
+            limits,
+            ..Settings::default()
+        })
+        .await
+    }
+
+    /// The app with every setting chosen by the test (GraphQL limits, batching...).
+    pub async fn spawn_with_settings(settings: Settings) -> TestApp {
         let test_db = TestDb::new().await;
         let mut db = test_db.connect().await;
         let statements = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -146,10 +155,7 @@ impl TestApp {
             db.clone(),
             Arc::new(clock.clone()),
             format!("http://{addr}"),
-            Settings {
-                limits,
-                ..Settings::default()
-            },
+            settings,
         );
         tokio::spawn(vitrina::server::serve(
             listener,
