@@ -13,6 +13,7 @@ mod connection;
 mod error;
 mod graphiql;
 mod loaders;
+mod page;
 mod product;
 mod query;
 mod scalars;
@@ -196,16 +197,40 @@ async fn execute(state: &AppState, headers: &HeaderMap, batch: BatchRequest) -> 
     http
 }
 
-/// Serializes a response in the media type the client accepts.
+/// Whether the request never reached execution (unparsable, or refused by
+/// validation, depth or complexity). Such errors carry no `path`; an error
+/// raised while executing always names its field, even when it nulls `data`.
+fn request_failed(response: &async_graphql::Response) -> bool {
+    response.data == async_graphql::Value::Null
+        && !response.errors.is_empty()
+        && response.errors.iter().all(|e| e.path.is_empty())
+}
+
+/// A response as JSON; a request that never executed has no `data` entry.
+fn response_json(response: &async_graphql::Response) -> serde_json::Value {
+    let mut json = serde_json::to_value(response).unwrap_or_default();
+    if request_failed(response)
+        && let Some(object) = json.as_object_mut()
+    {
+        object.remove("data");
+    }
+    json
+}
+
+/// Serializes a response in the media type the client accepts. With
+/// `application/graphql-response+json` a request that never executed is a
+/// 400; errors during execution stay a 200 with partial (or null) data.
 fn respond(headers: &HeaderMap, response: &BatchResponse) -> Response {
     let modern = accepts(headers, GRAPHQL_RESPONSE);
-    let failed_whole = matches!(response, BatchResponse::Single(r) if r.data == async_graphql::Value::Null && !r.errors.is_empty());
+    let (failed_whole, body) = match response {
+        BatchResponse::Single(r) => (request_failed(r), response_json(r)),
+        BatchResponse::Batch(rs) => (false, rs.iter().map(response_json).collect()),
+    };
     let status = if modern && failed_whole {
         StatusCode::BAD_REQUEST
     } else {
         StatusCode::OK
     };
-    let body = serde_json::to_vec(response).unwrap_or_default();
     let media = if modern {
         GRAPHQL_RESPONSE
     } else {
@@ -214,7 +239,7 @@ fn respond(headers: &HeaderMap, response: &BatchResponse) -> Response {
     (
         status,
         [(header::CONTENT_TYPE, HeaderValue::from_static(media))],
-        body,
+        body.to_string(),
     )
         .into_response()
 }

@@ -1,11 +1,14 @@
 //! Products and what hangs off them.
 
+use std::sync::Arc;
+
 use async_graphql::{Context, InputObject, Json, Object, Result};
 use entity::{Marketplace, TrustStatus, UserAuthStatus, product};
 use uuid::Uuid;
 
 use super::connection::{self, Args, Conn};
 use super::error::gql;
+use super::page::Page;
 use super::request;
 use super::scalars::Timestamp;
 use super::seller::Seller;
@@ -111,11 +114,12 @@ pub async fn product_connection(
     args: &Args,
 ) -> Result<ProductConnection> {
     let slice = products::connection(&request(ctx).state.db, &filter, &args.window()?).await?;
+    let node = Product::paged(&slice.items);
     Ok(connection::from_slice(
         slice,
         ProductTotal(filter),
         |p| ProductKey::of(p).encode(),
-        Product,
+        node,
     ))
 }
 
@@ -124,20 +128,19 @@ pub async fn product_connection(
 pub async fn price_connection(
     ctx: &Context<'_>,
     product_id: Uuid,
+    page: Option<&Page>,
     filter: Option<PriceHistoryFilterInput>,
     args: &Args,
 ) -> Result<PriceConnection> {
     let req = request(ctx);
     let slice = match (args.simple_first(), &filter) {
         (Some(n), None) => {
-            let rows = req
-                .loaders
-                .latest_prices
-                .load_one((product_id, n + 1))
-                .await
-                .map_err(gql)?
-                .unwrap_or_default();
-            connection::first_n(rows, n)
+            let key = (product_id, n + 1);
+            let rows = match page {
+                Some(page) => page.latest_prices(&req.loaders, key.0, key.1).await,
+                None => req.loaders.latest_prices.load_one(key).await,
+            };
+            connection::first_n(rows.map_err(gql)?.unwrap_or_default(), n)
         }
         _ => {
             let filter: PriceHistoryFilter = filter.clone().unwrap_or_default().into();
@@ -153,8 +156,22 @@ pub async fn price_connection(
     ))
 }
 
-/// A product on one of the marketplaces.
-pub struct Product(pub product::Model);
+/// A product on one of the marketplaces; a node of a list page loads its
+/// relations together with the other products of its page.
+pub struct Product(pub product::Model, pub Option<Arc<Page>>);
+
+impl Product {
+    /// A product on its own, not part of a list page.
+    pub fn single(model: product::Model) -> Self {
+        Product(model, None)
+    }
+
+    /// Makes the nodes of one page of `products`.
+    pub fn paged(products: &[product::Model]) -> impl Fn(product::Model) -> Product + use<> {
+        let page = Page::new(products);
+        move |model| Product(model, Some(page.clone()))
+    }
+}
 
 #[Object]
 impl Product {
@@ -201,13 +218,12 @@ impl Product {
     }
     /// The full seller record.
     async fn seller(&self, ctx: &Context<'_>) -> Result<Option<Seller>> {
-        let view = request(ctx)
-            .loaders
-            .sellers
-            .load_one(self.0.seller_ref)
-            .await
-            .map_err(gql)?;
-        Ok(view.map(Seller))
+        let loaders = &request(ctx).loaders;
+        let view = match &self.1 {
+            Some(page) => page.seller(loaders, self.0.seller_ref).await,
+            None => loaders.sellers.load_one(self.0.seller_ref).await,
+        };
+        Ok(view.map_err(gql)?.map(Seller))
     }
     /// The seller's own SKU for this product.
     async fn seller_code(&self) -> &str {
@@ -221,26 +237,26 @@ impl Product {
     }
     /// Current price observations, one per country, region and auth status.
     async fn prices(&self, ctx: &Context<'_>) -> Result<Vec<PriceObservation>> {
-        let rows = request(ctx)
-            .loaders
-            .prices
-            .load_one(self.0.id)
-            .await
-            .map_err(gql)?;
+        let loaders = &request(ctx).loaders;
+        let rows = match &self.1 {
+            Some(page) => page.prices(loaders, self.0.id).await,
+            None => loaders.prices.load_one(self.0.id).await,
+        };
         Ok(rows
+            .map_err(gql)?
             .unwrap_or_default()
             .into_iter()
             .map(Into::into)
             .collect())
     }
     async fn special_prices(&self, ctx: &Context<'_>) -> Result<Vec<SpecialPrice>> {
-        let rows = request(ctx)
-            .loaders
-            .special_prices
-            .load_one(self.0.id)
-            .await
-            .map_err(gql)?;
+        let loaders = &request(ctx).loaders;
+        let rows = match &self.1 {
+            Some(page) => page.special_prices(loaders, self.0.id).await,
+            None => loaders.special_prices.load_one(self.0.id).await,
+        };
         Ok(rows
+            .map_err(gql)?
             .unwrap_or_default()
             .into_iter()
             .map(Into::into)
@@ -259,13 +275,13 @@ impl Product {
     }
     /// Known-language translations.
     async fn translations(&self, ctx: &Context<'_>) -> Result<Vec<Translation>> {
-        let rows = request(ctx)
-            .loaders
-            .translations
-            .load_one(self.0.id)
-            .await
-            .map_err(gql)?;
+        let loaders = &request(ctx).loaders;
+        let rows = match &self.1 {
+            Some(page) => page.translations(loaders, self.0.id).await,
+            None => loaders.translations.load_one(self.0.id).await,
+        };
         Ok(rows
+            .map_err(gql)?
             .unwrap_or_default()
             .into_iter()
             .map(Into::into)
@@ -291,6 +307,7 @@ impl Product {
         price_connection(
             ctx,
             self.0.id,
+            self.1.as_deref(),
             filter,
             &Args {
                 first,

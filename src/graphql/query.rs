@@ -51,14 +51,15 @@ impl QueryRoot {
         found
             .into_values()
             .next()
-            .map(Product)
+            .map(Product::single)
             .ok_or_else(|| QueryError::NotFound.into())
     }
 
     /// One product's full price and stock history, newest first; NOT_FOUND when
     /// the product is unknown.
     #[graphql(complexity = "super::connection_cost(first, last, child_complexity)")]
-    #[allow(clippy::too_many_arguments)] // one per GraphQL argument (Relay's four among them)
+    // The GraphQL arguments are the parameters: the product, its filter and Relay's four.
+    #[allow(clippy::too_many_arguments)]
     async fn price_history(
         &self,
         ctx: &Context<'_>,
@@ -78,6 +79,7 @@ impl QueryRoot {
         price_connection(
             ctx,
             product_id,
+            None,
             filter,
             &Args {
                 first,

@@ -119,11 +119,12 @@ impl Seller {
                     .await
                     .map_err(gql)?
                     .unwrap_or_default();
+                let node = Product::paged(&rows[..rows.len().min(n as usize)]);
                 Ok(connection::from_slice(
                     connection::first_n(rows, n),
                     ProductTotal(filter),
                     |p| ProductKey::of(p).encode(),
-                    Product,
+                    node,
                 ))
             }
             None => product_connection(ctx, filter, &args).await,

@@ -1,11 +1,14 @@
 //! The caller's own scrape sessions, reached only through `me`.
 
+use std::sync::Arc;
+
 use async_graphql::{Context, Object, Result};
 use entity::{SessionStatus, SubmissionStatus, scrape_session, submission};
 use uuid::Uuid;
 
 use super::connection::{self, Args, Conn, Total};
 use super::error::gql;
+use super::page::MergedProducts;
 use super::product::Product;
 use super::request;
 use super::scalars::Timestamp;
@@ -131,11 +134,12 @@ impl ScrapeSession {
             &window,
         )
         .await?;
-        let rows = slice
+        let merged: Vec<Uuid> = slice
             .items
             .iter()
-            .filter(|s| sessions::merged_product(s).is_some())
-            .count() as i64;
+            .filter_map(sessions::merged_product)
+            .collect();
+        let rows = merged.len() as i64;
         let outcome = quota::charge(
             &req.state.db,
             req.caller.account_id,
@@ -143,21 +147,23 @@ impl ScrapeSession {
             req.state.settings.limits.daily_quota,
             req.state.clock.now(),
         )
-        .await?;
+        .await
+        .map_err(gql)?;
         if let QuotaOutcome::Exceeded { retry_after, .. } = outcome {
             return Err(gql(ApiError::QuotaExceeded { retry_after }));
         }
+        let products = MergedProducts::new(merged);
         Ok(connection::from_slice(
             slice,
             Total { total_count: total },
             |s| SubmissionKey(s.id).encode(),
-            Submission,
+            |s| Submission(s, products.clone()),
         ))
     }
 }
 
-/// One scraped item of a session.
-pub struct Submission(pub submission::Model);
+/// One scraped item of a session, with the merged products of its page.
+pub struct Submission(pub submission::Model, Arc<MergedProducts>);
 
 #[Object]
 impl Submission {
@@ -169,12 +175,11 @@ impl Submission {
         let Some(id) = sessions::merged_product(&self.0) else {
             return Ok(None);
         };
-        let found = request(ctx)
-            .loaders
-            .products
-            .load_one(id)
+        let found = self
+            .1
+            .product(&request(ctx).loaders, id)
             .await
             .map_err(gql)?;
-        Ok(found.map(Product))
+        Ok(found.map(|(model, page)| Product(model, Some(page))))
     }
 }

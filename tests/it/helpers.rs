@@ -139,6 +139,7 @@ impl TestApp {
         .await
     }
 
+    /// The app with every setting chosen by the test (GraphQL limits, batching...).
     pub async fn spawn_with_settings(settings: Settings) -> TestApp {
         let test_db = TestDb::new().await;
         let mut db = test_db.connect().await;

@@ -1,0 +1,147 @@
+//! Loading for the products of one list page (a connection page, or the
+//! merged products of a page of submissions). The first product that asks for
+//! a relation (seller, prices, translations, latest price history...) loads
+//! it for every product of the page in one dataloader call; the others wait
+//! for that call instead of queueing keys of their own.
+//!
+//! Why not the dataloaders alone: they gather keys for a time window (1 ms)
+//! after the first key. A list of more than 32 items is resolved in slices
+//! (the list future yields to the runtime every 32 items), and on a busy or
+//! multi-threaded runtime the window can close before the last products have
+//! queued their keys: one relation of one page then took several statements,
+//! more for bigger pages. Across pages (nested lists) the dataloaders still
+//! batch as before.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::{Arc, Mutex};
+
+use entity::{current_price, price_observation, product, product_translation, special_price};
+use sea_orm::DbErr;
+use tokio::sync::OnceCell;
+use uuid::Uuid;
+
+use super::loaders::{Load, Loaders, TopKey};
+use crate::query::sellers::SellerView;
+
+type Loaded<K, V> = OnceCell<HashMap<K, V>>;
+type LatestPrices = Arc<Loaded<TopKey, Vec<price_observation::Model>>>;
+
+/// The products of one page and what has been loaded for all of them.
+pub struct Page {
+    ids: Vec<Uuid>,
+    seller_ids: Vec<Uuid>,
+    sellers: Loaded<Uuid, SellerView>,
+    prices: Loaded<Uuid, Vec<current_price::Model>>,
+    special_prices: Loaded<Uuid, Vec<special_price::Model>>,
+    translations: Loaded<Uuid, Vec<product_translation::Model>>,
+    /// The latest observations, per count asked for.
+    latest_prices: Mutex<HashMap<u64, LatestPrices>>,
+}
+
+impl Page {
+    pub fn new(products: &[product::Model]) -> Arc<Page> {
+        let mut seller_ids: Vec<Uuid> = products.iter().map(|p| p.seller_ref).collect();
+        seller_ids.sort_unstable();
+        seller_ids.dedup();
+        Arc::new(Page {
+            ids: products.iter().map(|p| p.id).collect(),
+            seller_ids,
+            sellers: OnceCell::new(),
+            prices: OnceCell::new(),
+            special_prices: OnceCell::new(),
+            translations: OnceCell::new(),
+            latest_prices: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub async fn seller(&self, loaders: &Loaders, id: Uuid) -> Loads<SellerView> {
+        one(&self.sellers, &loaders.sellers, &self.seller_ids, &id).await
+    }
+
+    pub async fn prices(&self, loaders: &Loaders, id: Uuid) -> Loads<Vec<current_price::Model>> {
+        one(&self.prices, &loaders.prices, &self.ids, &id).await
+    }
+
+    pub async fn special_prices(
+        &self,
+        loaders: &Loaders,
+        id: Uuid,
+    ) -> Loads<Vec<special_price::Model>> {
+        one(
+            &self.special_prices,
+            &loaders.special_prices,
+            &self.ids,
+            &id,
+        )
+        .await
+    }
+
+    pub async fn translations(
+        &self,
+        loaders: &Loaders,
+        id: Uuid,
+    ) -> Loads<Vec<product_translation::Model>> {
+        one(&self.translations, &loaders.translations, &self.ids, &id).await
+    }
+
+    /// The latest `n` observations of product `id`.
+    pub async fn latest_prices(
+        &self,
+        loaders: &Loaders,
+        id: Uuid,
+        n: u64,
+    ) -> Loads<Vec<price_observation::Model>> {
+        let cell = self
+            .latest_prices
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(n)
+            .or_default()
+            .clone();
+        let keys: Vec<TopKey> = self.ids.iter().map(|p| (*p, n)).collect();
+        one(&cell, &loaders.latest_prices, &keys, &(id, n)).await
+    }
+}
+
+pub type Loads<V> = Result<Option<V>, Arc<DbErr>>;
+
+/// The value of `key`, loading every key of the page on first use.
+async fn one<K, V>(cell: &Loaded<K, V>, loader: &Load<K, V>, keys: &[K], key: &K) -> Loads<V>
+where
+    K: Send + Sync + Hash + Eq + Clone + 'static,
+    V: Send + Sync + Clone + 'static,
+{
+    let all = cell
+        .get_or_try_init(|| loader.load_many(keys.iter().cloned()))
+        .await?;
+    Ok(all.get(key).cloned())
+}
+
+/// The merged products of one page of submissions, loaded together, as one
+/// [`Page`].
+pub struct MergedProducts {
+    ids: Vec<Uuid>,
+    loaded: OnceCell<(HashMap<Uuid, product::Model>, Arc<Page>)>,
+}
+
+impl MergedProducts {
+    pub fn new(ids: Vec<Uuid>) -> Arc<MergedProducts> {
+        Arc::new(MergedProducts {
+            ids,
+            loaded: OnceCell::new(),
+        })
+    }
+
+    pub async fn product(&self, loaders: &Loaders, id: Uuid) -> Loads<(product::Model, Arc<Page>)> {
+        let (found, page) = self
+            .loaded
+            .get_or_try_init(|| async {
+                let found = loaders.products.load_many(self.ids.iter().copied()).await?;
+                let models: Vec<product::Model> = found.values().cloned().collect();
+                Ok::<_, Arc<DbErr>>((found, Page::new(&models)))
+            })
+            .await?;
+        Ok(found.get(&id).map(|p| (p.clone(), page.clone())))
+    }
+}
