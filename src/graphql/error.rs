@@ -7,10 +7,22 @@ use crate::http::ApiError;
 use crate::query::QueryError;
 
 /// Converts any error of the lower layers into a GraphQL error.
+/// Refusals that can be retried also carry `extensions.retryAfter` (seconds).
 pub fn gql(err: impl Into<ApiError>) -> async_graphql::Error {
     let err: ApiError = err.into();
     let code = err.code().to_uppercase();
-    async_graphql::Error::new(err.message()).extend_with(|_, ext| ext.set("code", code))
+    let retry_after = match err {
+        ApiError::RateLimited { retry_after } | ApiError::QuotaExceeded { retry_after } => {
+            Some(retry_after)
+        }
+        _ => None,
+    };
+    async_graphql::Error::new(err.message()).extend_with(|_, ext| {
+        ext.set("code", code);
+        if let Some(seconds) = retry_after {
+            ext.set("retryAfter", seconds);
+        }
+    })
 }
 
 impl From<QueryError> for async_graphql::Error {

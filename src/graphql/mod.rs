@@ -206,15 +206,45 @@ fn request_failed(response: &async_graphql::Response) -> bool {
         && response.errors.iter().all(|e| e.path.is_empty())
 }
 
-/// A response as JSON; a request that never executed has no `data` entry.
+/// A response as JSON; a request that never executed has no `data` entry,
+/// and every error carries an `extensions.code`.
 fn response_json(response: &async_graphql::Response) -> serde_json::Value {
     let mut json = serde_json::to_value(response).unwrap_or_default();
+    if let Some(errors) = json.get_mut("errors").and_then(|e| e.as_array_mut()) {
+        errors.iter_mut().for_each(add_missing_code);
+    }
     if request_failed(response)
         && let Some(object) = json.as_object_mut()
     {
         object.remove("data");
     }
     json
+}
+
+/// async-graphql's own errors (parsing, validation, limits) have no code:
+/// a malformed argument is INVALID_PARAMETER as on REST, a query over the
+/// depth or complexity limit QUERY_TOO_COMPLEX, any other malformed request
+/// GRAPHQL_VALIDATION_FAILED.
+fn add_missing_code(error: &mut serde_json::Value) {
+    if error.pointer("/extensions/code").is_some() {
+        return;
+    }
+    let message = error["message"].as_str().unwrap_or_default();
+    let code = if message.starts_with("Invalid value for argument")
+        || message.contains("Failed to parse")
+    {
+        "INVALID_PARAMETER"
+    } else if message.contains("too deep") || message.contains("too complex") {
+        "QUERY_TOO_COMPLEX"
+    } else {
+        "GRAPHQL_VALIDATION_FAILED"
+    };
+    if let Some(object) = error.as_object_mut() {
+        let extensions = object
+            .entry("extensions")
+            .or_insert_with(|| serde_json::json!({}));
+        extensions["code"] = code.into();
+    }
 }
 
 /// Serializes a response in the media type the client accepts. With
@@ -236,12 +266,15 @@ fn respond(headers: &HeaderMap, response: &BatchResponse) -> Response {
     } else {
         "application/json"
     };
-    (
+    let mut http = (
         status,
         [(header::CONTENT_TYPE, HeaderValue::from_static(media))],
         body.to_string(),
     )
-        .into_response()
+        .into_response();
+    // Headers resolvers set, such as the quota of metered fields.
+    http.headers_mut().extend(response.http_headers());
+    http
 }
 
 fn error_body(message: &str, code: &str) -> serde_json::Value {

@@ -149,6 +149,15 @@ impl ScrapeSession {
         )
         .await
         .map_err(gql)?;
+        // The same headers as REST's metered endpoint.
+        let (limit, remaining) = match outcome {
+            QuotaOutcome::Charged(charge) => (charge.limit, charge.remaining),
+            QuotaOutcome::Exceeded {
+                limit, remaining, ..
+            } => (limit, remaining),
+        };
+        ctx.insert_http_header("x-quota-limit", limit.to_string());
+        ctx.insert_http_header("x-quota-remaining", remaining.to_string());
         if let QuotaOutcome::Exceeded { retry_after, .. } = outcome {
             return Err(gql(ApiError::QuotaExceeded { retry_after }));
         }

@@ -1756,3 +1756,71 @@ async fn schema_graphql_is_the_schema_the_server_runs() {
         "schema.graphql is stale: run `cargo run -- schema --out schema.graphql`"
     );
 }
+
+// ---------------------------------------------------------------- metering and codes
+
+#[tokio::test]
+async fn metered_graphql_responses_carry_the_quota_headers_and_refusals_a_retry_after() {
+    let app = TestApp::spawn_with(quota(4)).await;
+    let key = app.key("alpha").await;
+    let session = session_with(&app, &key, 3, 1).await;
+    let request = || {
+        app.client
+            .post(app.url("/graphql"))
+            .bearer_auth(&key)
+            .json(&json!({ "query": SUBMISSIONS, "variables": { "id": session, "first": 100 } }))
+    };
+    let served = request().send().await.unwrap();
+    let header = |r: &reqwest::Response, name: &str| r.headers()[name].to_str().unwrap().to_owned();
+    assert_eq!(
+        (
+            header(&served, "x-quota-limit"),
+            header(&served, "x-quota-remaining")
+        ),
+        ("4".into(), "1".into())
+    );
+
+    let refused = request().send().await.unwrap();
+    assert_eq!(
+        header(&refused, "x-quota-remaining"),
+        "1",
+        "nothing was charged"
+    );
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["errors"][0]["extensions"]["code"], "QUOTA_EXCEEDED");
+    assert_eq!(
+        body["errors"][0]["extensions"]["retryAfter"], 43_200,
+        "seconds to the next UTC midnight"
+    );
+
+    let unmetered = app
+        .client
+        .post(app.url("/graphql"))
+        .bearer_auth(&key)
+        .json(&json!({ "query": "{ brands { brand } }" }))
+        .send()
+        .await
+        .unwrap();
+    assert!(unmetered.headers().get("x-quota-limit").is_none());
+}
+
+#[tokio::test]
+async fn malformed_arguments_are_invalid_parameter_and_other_request_errors_have_codes_too() {
+    let app = TestApp::spawn().await;
+    let key = app.key("acme").await;
+    for query in [
+        "{ product(id: \"not-a-uuid\") { id } }",
+        "{ products(filter: { marketplace: AMAZON }) { totalCount } }",
+    ] {
+        let (_, body) = post(&app, Some(&key), query, json!({})).await;
+        assert_eq!(
+            body["errors"][0]["extensions"]["code"], "INVALID_PARAMETER",
+            "{query}: {body}"
+        );
+    }
+    let (_, body) = post(&app, Some(&key), "{ nope }", json!({})).await;
+    assert_eq!(
+        body["errors"][0]["extensions"]["code"], "GRAPHQL_VALIDATION_FAILED",
+        "{body}"
+    );
+}
