@@ -17,46 +17,6 @@ use crate::query::prices::{self, ObservationKey, PriceHistoryFilter};
 use crate::query::products::{self, ProductFilter, ProductKey};
 use crate::rest::dto::{self, Attributes, PriceObservation, SpecialPrice, Translation};
 
-/// Filters of products, combined with AND; the same rules as REST `GET /v1/products`.
-#[derive(Debug, Clone, Default, InputObject)]
-pub struct ProductFilterInput {
-    pub marketplace: Option<Marketplace>,
-    /// Seller's id on the marketplace; alone it is not unique across marketplaces.
-    pub seller_id: Option<String>,
-    /// Seller's or brand's own SKU; exact match.
-    pub seller_code: Option<String>,
-    /// Case-insensitive substring of the seller code (at most 200 characters).
-    pub seller_code_contains: Option<String>,
-    /// Marketplace SKU; unique only with marketplace.
-    pub external_id: Option<String>,
-    /// Product page URL; query string and fragment are ignored.
-    pub url: Option<String>,
-    /// Equal (case-insensitive) to any level of the category path, in any known language.
-    pub category: Option<String>,
-    /// Exact, case-insensitive brand.
-    pub brand: Option<String>,
-    /// Case-insensitive substring of the name in any known language (at most 200 characters).
-    pub name_contains: Option<String>,
-    pub trust_status: Option<TrustStatus>,
-}
-
-impl From<ProductFilterInput> for ProductFilter {
-    fn from(f: ProductFilterInput) -> Self {
-        ProductFilter {
-            marketplace: f.marketplace,
-            seller_id: f.seller_id,
-            seller_code: f.seller_code,
-            seller_code_contains: f.seller_code_contains,
-            external_id: f.external_id,
-            url: f.url,
-            category: f.category,
-            brand: f.brand,
-            name_contains: f.name_contains,
-            trust_status: f.trust_status,
-        }
-    }
-}
-
 /// Filters of a price history, combined with AND; `from` and `to` are inclusive.
 #[derive(Debug, Clone, Default, InputObject)]
 pub struct PriceHistoryFilterInput {

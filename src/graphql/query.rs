@@ -6,12 +6,14 @@ use uuid::Uuid;
 
 use super::connection::Args;
 use super::product::{
-    PriceConnection, PriceHistoryFilterInput, Product, ProductConnection, ProductFilterInput,
-    price_connection, product_connection,
+    PriceConnection, PriceHistoryFilterInput, Product, ProductConnection, price_connection,
+    product_connection,
 };
 use super::request;
-use super::seller::{Seller, SellerLookupInput};
+use super::seller::Seller;
 use super::session::Me;
+use crate::query::products::ProductFilter;
+use crate::query::sellers::SellerLookup;
 use crate::query::{QueryError, products, sellers, snapshots};
 use crate::rest::dto::{BrandItem, CategoryItem};
 
@@ -24,7 +26,7 @@ impl QueryRoot {
     async fn products(
         &self,
         ctx: &Context<'_>,
-        filter: Option<ProductFilterInput>,
+        filter: Option<ProductFilter>,
         first: Option<i32>,
         after: Option<String>,
         last: Option<i32>,
@@ -32,7 +34,7 @@ impl QueryRoot {
     ) -> Result<ProductConnection> {
         product_connection(
             ctx,
-            filter.unwrap_or_default().into(),
+            filter.unwrap_or_default(),
             &Args {
                 first,
                 after,
@@ -93,8 +95,8 @@ impl QueryRoot {
 
     /// Sellers matching every given identifying parameter, ordered by
     /// marketplace then sellerId. One TIN may sell on several marketplaces.
-    async fn sellers(&self, ctx: &Context<'_>, lookup: SellerLookupInput) -> Result<Vec<Seller>> {
-        let found = sellers::find(&request(ctx).state.db, &lookup.into()).await?;
+    async fn sellers(&self, ctx: &Context<'_>, lookup: SellerLookup) -> Result<Vec<Seller>> {
+        let found = sellers::find(&request(ctx).state.db, &lookup).await?;
         Ok(found.into_iter().map(Seller).collect())
     }
 

@@ -1,6 +1,6 @@
 //! Sellers.
 
-use async_graphql::{Context, InputObject, Object, Result};
+use async_graphql::{Context, Object, Result};
 use entity::Marketplace;
 
 use super::connection::{self, Args};
@@ -10,35 +10,8 @@ use super::request;
 use super::scalars::Timestamp;
 use crate::query::keyset::Key;
 use crate::query::products::{ProductFilter, ProductKey};
-use crate::query::sellers::{SellerLookup, SellerView};
+use crate::query::sellers::SellerView;
 use crate::rest::dto::SellerStats;
-
-/// Identifying parameters of a seller lookup: at least one of tin; psrn; url;
-/// marketplace together with sellerId. Every one given must match.
-#[derive(Debug, Clone, Default, InputObject)]
-pub struct SellerLookupInput {
-    /// Tax identification number.
-    pub tin: Option<String>,
-    /// State registration number.
-    pub psrn: Option<String>,
-    /// Storefront URL; query string and fragment are ignored.
-    pub url: Option<String>,
-    pub marketplace: Option<Marketplace>,
-    /// Used together with marketplace.
-    pub seller_id: Option<String>,
-}
-
-impl From<SellerLookupInput> for SellerLookup {
-    fn from(l: SellerLookupInput) -> Self {
-        SellerLookup {
-            tin: l.tin,
-            psrn: l.psrn,
-            url: l.url,
-            marketplace: l.marketplace,
-            seller_id: l.seller_id,
-        }
-    }
-}
 
 /// A seller on one marketplace.
 pub struct Seller(pub SellerView);

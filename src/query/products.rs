@@ -19,17 +19,27 @@ use super::keyset::{self, Key, Slice, Window};
 use super::{MAX_CONTAINS_LEN, Page, QueryError, contains_pattern};
 use crate::text;
 
-/// The filters of `GET /products`, combined with AND. Empty strings count as absent.
-#[derive(Debug, Clone, Default)]
+/// The filters of products (REST `GET /v1/products`, GraphQL `products`),
+/// combined with AND. Empty strings count as absent.
+#[derive(Debug, Clone, Default, async_graphql::InputObject)]
+#[graphql(name = "ProductFilterInput")]
 pub struct ProductFilter {
     pub marketplace: Option<Marketplace>,
+    /// Seller's id on the marketplace; alone it is not unique across marketplaces.
     pub seller_id: Option<String>,
+    /// Seller's or brand's own SKU; exact match.
     pub seller_code: Option<String>,
+    /// Case-insensitive substring of the seller code (at most 200 characters).
     pub seller_code_contains: Option<String>,
+    /// Marketplace SKU; unique only with marketplace.
     pub external_id: Option<String>,
+    /// Product page URL; query string and fragment are ignored.
     pub url: Option<String>,
+    /// Equal (case-insensitive) to any level of the category path, in any known language.
     pub category: Option<String>,
+    /// Exact, case-insensitive brand.
     pub brand: Option<String>,
+    /// Case-insensitive substring of the name in any known language (at most 200 characters).
     pub name_contains: Option<String>,
     pub trust_status: Option<TrustStatus>,
 }

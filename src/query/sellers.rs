@@ -11,13 +11,19 @@ use uuid::Uuid;
 use super::QueryError;
 use crate::text;
 
-/// The identifying parameters; every one given must match (AND).
-#[derive(Debug, Clone, Default)]
+/// Identifying parameters of a seller lookup: at least one of tin; psrn; url;
+/// marketplace together with seller id. Every one given must match.
+#[derive(Debug, Clone, Default, async_graphql::InputObject)]
+#[graphql(name = "SellerLookupInput")]
 pub struct SellerLookup {
+    /// Tax identification number.
     pub tin: Option<String>,
+    /// State registration number.
     pub psrn: Option<String>,
+    /// Storefront URL; query string and fragment are ignored.
     pub url: Option<String>,
     pub marketplace: Option<Marketplace>,
+    /// Used together with marketplace.
     pub seller_id: Option<String>,
 }
 
