@@ -24,9 +24,11 @@ pub struct PriceHistoryFilterInput {
     pub country_code: Option<String>,
     /// One region or warehouse; marketplace-native code.
     pub region_code: Option<String>,
+    /// `ANONYMOUS` (guest) or `AUTHENTICATED` (logged-in shopper).
     pub user_auth_status: Option<UserAuthStatus>,
     /// Start of the range; must not be after `to`.
     pub from: Option<Timestamp>,
+    /// End of the range; inclusive.
     pub to: Option<Timestamp>,
 }
 
@@ -43,13 +45,23 @@ impl From<PriceHistoryFilterInput> for PriceHistoryFilter {
 }
 
 /// `totalCount` of a product list, counted only when asked for.
-pub struct ProductTotal(pub ProductFilter);
+pub enum ProductTotal {
+    /// Counted from the filter when asked for.
+    Matching(ProductFilter),
+    /// Already known (e.g. a session's merged products).
+    Known(u64),
+}
 
 #[Object]
 impl ProductTotal {
-    /// Products matching the filter, across all pages.
+    /// Products in the whole list, across all pages.
     async fn total_count(&self, ctx: &Context<'_>) -> Result<u64> {
-        Ok(products::count(&request(ctx).state.db, &self.0).await?)
+        match self {
+            ProductTotal::Matching(filter) => {
+                Ok(products::count(&request(ctx).state.db, filter).await?)
+            }
+            ProductTotal::Known(n) => Ok(*n),
+        }
     }
 }
 
@@ -77,7 +89,7 @@ pub async fn product_connection(
     let node = Product::paged(&slice.items);
     Ok(connection::from_slice(
         slice,
-        ProductTotal(filter),
+        ProductTotal::Matching(filter),
         |p| ProductKey::of(p).encode(),
         node,
     ))
@@ -133,12 +145,14 @@ impl Product {
     }
 }
 
+/// A product on one of the marketplaces.
 #[Object]
 impl Product {
     /// Internal identifier; not a marketplace SKU.
     async fn id(&self) -> Uuid {
         self.0.id
     }
+    /// One of the four supported marketplaces.
     async fn marketplace(&self) -> Marketplace {
         self.0.marketplace
     }
@@ -154,6 +168,7 @@ impl Product {
     async fn name(&self) -> &str {
         &self.0.name
     }
+    /// Brand name.
     async fn brand(&self) -> &str {
         &self.0.brand
     }
@@ -161,18 +176,23 @@ impl Product {
     async fn category_path(&self) -> &[String] {
         &self.0.category_path.0
     }
+    /// Free key/value attributes; values are strings or booleans.
     async fn attributes(&self) -> Attributes {
         dto::attributes(&self.0.attributes)
     }
+    /// Cover image URL.
     async fn image_cover(&self) -> &str {
         &self.0.image_cover
     }
+    /// Image URLs.
     async fn image_gallery(&self) -> &[String] {
         &self.0.image_gallery.0
     }
+    /// Cover video URL, when there is one.
     async fn video_cover(&self) -> Option<&str> {
         self.0.video_cover.as_deref()
     }
+    /// Video URLs; may be empty.
     async fn video_gallery(&self) -> &[String] {
         &self.0.video_gallery.0
     }
@@ -189,9 +209,11 @@ impl Product {
     async fn seller_code(&self) -> &str {
         &self.0.seller_code
     }
+    /// How far the product data is trusted: unverified, verified or flagged.
     async fn trust_status(&self) -> TrustStatus {
         self.0.trust_status
     }
+    /// Whether the latest prices looked wrong (far from their recent values).
     async fn price_flagged(&self) -> bool {
         self.0.price_flagged
     }
@@ -209,6 +231,7 @@ impl Product {
             .map(Into::into)
             .collect())
     }
+    /// Special (promotional) price ranges per country, region and auth status.
     async fn special_prices(&self, ctx: &Context<'_>) -> Result<Vec<SpecialPrice>> {
         let loaders = &request(ctx).loaders;
         let rows = match &self.1 {
@@ -226,6 +249,7 @@ impl Product {
     async fn stats(&self) -> Option<Json<serde_json::Value>> {
         self.0.stats.clone().map(Json)
     }
+    /// Language code of the first page the product was seen on.
     async fn first_seen_language(&self) -> &str {
         &self.0.first_seen_language
     }
@@ -247,9 +271,11 @@ impl Product {
             .map(Into::into)
             .collect())
     }
+    /// When the product was first seen.
     async fn first_seen_at(&self) -> Timestamp {
         self.0.first_seen_at.into()
     }
+    /// When the product was last seen.
     async fn last_seen_at(&self) -> Timestamp {
         self.0.last_seen_at.into()
     }

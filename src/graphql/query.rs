@@ -19,6 +19,8 @@ use crate::rest::dto::{BrandItem, CategoryItem};
 
 pub struct QueryRoot;
 
+/// Marketplace product data: products, price history, sellers, categories,
+/// brands, and the caller's own scrape sessions.
 #[Object]
 impl QueryRoot {
     /// Products matching the filter, newest first (firstSeenAt desc, then id).

@@ -9,6 +9,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timestamp(pub DateTime<Utc>);
 
+/// An RFC 3339 date-time; written in UTC with `Z`, read with any offset.
 #[Scalar(name = "DateTime")]
 impl ScalarType for Timestamp {
     fn parse(value: Value) -> InputValueResult<Self> {

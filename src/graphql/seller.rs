@@ -16,8 +16,10 @@ use crate::rest::dto::SellerStats;
 /// A seller on one marketplace.
 pub struct Seller(pub SellerView);
 
+/// A seller on one marketplace.
 #[Object]
 impl Seller {
+    /// One of the four supported marketplaces.
     async fn marketplace(&self) -> Marketplace {
         self.0.seller.marketplace
     }
@@ -25,6 +27,7 @@ impl Seller {
     async fn seller_id(&self) -> &str {
         &self.0.seller.seller_id
     }
+    /// Seller name as the marketplace shows it.
     async fn name(&self) -> &str {
         &self.0.seller.name
     }
@@ -36,6 +39,7 @@ impl Seller {
     async fn psrn(&self) -> &str {
         &self.0.seller.psrn
     }
+    /// Registered address.
     async fn address(&self) -> &str {
         &self.0.seller.address
     }
@@ -43,6 +47,7 @@ impl Seller {
     async fn url(&self) -> &str {
         &self.0.seller.url
     }
+    /// Rating, registration date, items sold and reviews as the marketplace shows them.
     async fn stats(&self) -> SellerStats {
         let s = &self.0.seller;
         SellerStats {
@@ -52,12 +57,15 @@ impl Seller {
             reviews_count: s.reviews_count,
         }
     }
+    /// Products of this seller in the catalog.
     async fn product_count(&self) -> i64 {
         self.0.product_count
     }
+    /// When the seller was first seen.
     async fn first_seen_at(&self) -> Timestamp {
         self.0.seller.first_seen_at.into()
     }
+    /// When the seller was last seen.
     async fn last_seen_at(&self) -> Timestamp {
         self.0.seller.last_seen_at.into()
     }
@@ -95,7 +103,7 @@ impl Seller {
                 let node = Product::paged(&rows[..rows.len().min(n as usize)]);
                 Ok(connection::from_slice(
                     connection::first_n(rows, n),
-                    ProductTotal(filter),
+                    ProductTotal::Matching(filter),
                     |p| ProductKey::of(p).encode(),
                     node,
                 ))

@@ -3,24 +3,25 @@
 use std::sync::Arc;
 
 use async_graphql::{Context, Object, Result};
-use entity::{SessionStatus, SubmissionStatus, scrape_session, submission};
+use entity::{SessionStatus, SubmissionStatus, product, scrape_session, submission};
 use uuid::Uuid;
 
 use super::connection::{self, Args, Conn, Total};
 use super::error::gql;
-use super::page::MergedProducts;
-use super::product::Product;
+use super::page::{MergedProducts, Page};
+use super::product::{Product, ProductConnection, ProductTotal};
 use super::request;
 use super::scalars::Timestamp;
 use crate::http::ApiError;
 use crate::limits::{QuotaOutcome, quota};
-use crate::query::keyset::Key;
+use crate::query::keyset::{Key, Slice};
 use crate::query::sessions::{self, SessionKey, SessionStats, SubmissionKey};
 use crate::rest::dto::SessionMetadata;
 
 /// The calling account.
 pub struct Me;
 
+/// The calling account and its own scrape sessions.
 #[Object]
 impl Me {
     /// The account's id.
@@ -80,8 +81,10 @@ impl ScrapeSession {
     }
 }
 
+/// One scraper call (a page or a bulk run) of the calling account.
 #[Object]
 impl ScrapeSession {
+    /// Scrape session id.
     async fn id(&self) -> Uuid {
         self.0.id
     }
@@ -94,6 +97,7 @@ impl ScrapeSession {
     async fn stats(&self, ctx: &Context<'_>) -> Result<SessionStats> {
         self.load_stats(ctx).await
     }
+    /// What the scraper said about the call: source type, intent, URL count.
     async fn metadata(&self) -> SessionMetadata {
         SessionMetadata {
             source_type: self.0.source_type.clone(),
@@ -101,9 +105,11 @@ impl ScrapeSession {
             url_count: self.0.url_count,
         }
     }
+    /// When the scraper uploaded the session.
     async fn created_at(&self) -> Timestamp {
         self.0.created_at.into()
     }
+    /// When one of its submissions last changed.
     async fn updated_at(&self) -> Timestamp {
         self.0.updated_at.into()
     }
@@ -119,18 +125,93 @@ impl ScrapeSession {
         last: Option<i32>,
         before: Option<String>,
     ) -> Result<Conn<Submission, Total>> {
-        let req = request(ctx);
-        let window = Args {
+        let args = Args {
             first,
             after,
             last,
             before,
-        }
-        .window()?;
+        };
+        let (slice, total, merged) = self.charged_page(ctx, false, &args).await?;
+        let products = MergedProducts::new(merged);
+        Ok(connection::from_slice(
+            slice,
+            Total { total_count: total },
+            |s| SubmissionKey(s.id).encode(),
+            |s| Submission(s, products.clone()),
+        ))
+    }
+
+    /// The merged products of the session, in submission order; charged to
+    /// the daily quota like `submissions`.
+    #[graphql(complexity = "super::connection_cost(first, last, child_complexity)")]
+    async fn products(
+        &self,
+        ctx: &Context<'_>,
+        first: Option<i32>,
+        after: Option<String>,
+        last: Option<i32>,
+        before: Option<String>,
+    ) -> Result<ProductConnection> {
+        let args = Args {
+            first,
+            after,
+            last,
+            before,
+        };
+        let (slice, total, merged) = self.charged_page(ctx, true, &args).await?;
+        let found = request(ctx)
+            .loaders
+            .products
+            .load_many(merged.iter().copied())
+            .await
+            .map_err(gql)?;
+        let models: Vec<product::Model> = merged
+            .iter()
+            .filter_map(|id| found.get(id).cloned())
+            .collect();
+        let page = Page::new(&models);
+        let items = slice
+            .items
+            .iter()
+            .filter_map(|s| {
+                let model = sessions::merged_product(s).and_then(|id| found.get(&id).cloned())?;
+                Some((
+                    SubmissionKey(s.id).encode(),
+                    Product(model, Some(page.clone())),
+                ))
+            })
+            .collect();
+        let slice = Slice {
+            items,
+            has_previous: slice.has_previous,
+            has_next: slice.has_next,
+        };
+        Ok(connection::from_slice(
+            slice,
+            ProductTotal::Known(total),
+            |(cursor, _)| cursor.clone(),
+            |(_, p)| p,
+        ))
+    }
+}
+
+impl ScrapeSession {
+    /// A page of the session's submissions (merged ones only when asked), its
+    /// total and its merged product ids, charged to the daily quota; sets the
+    /// quota headers REST's metered endpoint sets.
+    async fn charged_page(
+        &self,
+        ctx: &Context<'_>,
+        merged_only: bool,
+        args: &Args,
+    ) -> Result<(Slice<submission::Model>, u64, Vec<Uuid>)> {
+        let req = request(ctx);
+        let window = args.window()?;
         let (slice, total) = sessions::submissions_for_account(
             &req.state.db,
             req.caller.account_id,
             self.0.id,
+            merged_only,
             &window,
         )
         .await?;
@@ -139,17 +220,15 @@ impl ScrapeSession {
             .iter()
             .filter_map(sessions::merged_product)
             .collect();
-        let rows = merged.len() as i64;
         let outcome = quota::charge(
             &req.state.db,
             req.caller.account_id,
-            rows,
+            merged.len() as i64,
             req.state.settings.limits.daily_quota,
             req.state.clock.now(),
         )
         .await
         .map_err(gql)?;
-        // The same headers as REST's metered endpoint.
         let (limit, remaining) = match outcome {
             QuotaOutcome::Charged(charge) => (charge.limit, charge.remaining),
             QuotaOutcome::Exceeded {
@@ -161,21 +240,17 @@ impl ScrapeSession {
         if let QuotaOutcome::Exceeded { retry_after, .. } = outcome {
             return Err(gql(ApiError::QuotaExceeded { retry_after }));
         }
-        let products = MergedProducts::new(merged);
-        Ok(connection::from_slice(
-            slice,
-            Total { total_count: total },
-            |s| SubmissionKey(s.id).encode(),
-            |s| Submission(s, products.clone()),
-        ))
+        Ok((slice, total, merged))
     }
 }
 
 /// One scraped item of a session, with the merged products of its page.
 pub struct Submission(pub submission::Model, Arc<MergedProducts>);
 
+/// One scraped item of a session.
 #[Object]
 impl Submission {
+    /// Where the item stands: pending, processing, merged, rejected or flagged.
     async fn status(&self) -> SubmissionStatus {
         self.0.status
     }

@@ -16,6 +16,7 @@ use crate::query::sessions;
 
 pub struct SubscriptionRoot;
 
+/// Live updates over WebSocket (`/graphql/ws`).
 #[Subscription]
 impl SubscriptionRoot {
     /// The session now, then again every time one of its submissions

@@ -24,6 +24,7 @@ use crate::text;
 #[derive(Debug, Clone, Default, async_graphql::InputObject)]
 #[graphql(name = "ProductFilterInput")]
 pub struct ProductFilter {
+    /// One of the four marketplaces.
     pub marketplace: Option<Marketplace>,
     /// Seller's id on the marketplace; alone it is not unique across marketplaces.
     pub seller_id: Option<String>,
@@ -41,6 +42,7 @@ pub struct ProductFilter {
     pub brand: Option<String>,
     /// Case-insensitive substring of the name in any known language (at most 200 characters).
     pub name_contains: Option<String>,
+    /// Only products of this trust status; all when omitted.
     pub trust_status: Option<TrustStatus>,
 }
 

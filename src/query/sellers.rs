@@ -22,6 +22,7 @@ pub struct SellerLookup {
     pub psrn: Option<String>,
     /// Storefront URL; query string and fragment are ignored.
     pub url: Option<String>,
+    /// One of the four marketplaces; identifies together with seller id.
     pub marketplace: Option<Marketplace>,
     /// Used together with marketplace.
     pub seller_id: Option<String>,

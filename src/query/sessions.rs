@@ -32,11 +32,17 @@ use super::{Page, QueryError};
 )]
 #[serde(deny_unknown_fields)]
 pub struct SessionStats {
+    /// All submissions.
     pub total: i64,
+    /// Waiting for the merge pass.
     pub pending: i64,
+    /// Being merged now.
     pub processing: i64,
+    /// Merged into a product.
     pub merged: i64,
+    /// Refused by validation.
     pub rejected: i64,
+    /// Merged, but looked wrong.
     pub flagged: i64,
 }
 
@@ -253,15 +259,23 @@ pub async fn session_for_account(
     owned_session(db, account_id, id).await
 }
 
-/// A keyset page of the submissions of one of the account's sessions, and their total.
+/// A keyset page of the submissions of one of the account's sessions (only
+/// those with a merged product when `merged_only`), and their total.
 pub async fn submissions_for_account(
     db: &impl ConnectionTrait,
     account_id: Uuid,
     session_id: Uuid,
+    merged_only: bool,
     window: &Window<SubmissionKey>,
 ) -> Result<(Slice<submission::Model>, u64), QueryError> {
     owned_session(db, account_id, session_id).await?;
-    let select = submission::Entity::find().filter(submission::Column::SessionId.eq(session_id));
+    let mut select =
+        submission::Entity::find().filter(submission::Column::SessionId.eq(session_id));
+    if merged_only {
+        select = select
+            .filter(submission::Column::Status.eq(SubmissionStatus::Merged))
+            .filter(submission::Column::ProductId.is_not_null());
+    }
     let total = select.clone().count(db).await?;
     let columns = [submission::Column::Id];
     Ok((

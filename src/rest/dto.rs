@@ -77,13 +77,18 @@ pub struct PriceObservation {
     /// Region or warehouse; marketplace-native code.
     #[schema(required = true)]
     pub region_code: Option<String>,
+    /// `anonymous` (guest) or `authenticated` (logged-in shopper).
     pub user_auth_status: UserAuthStatus,
+    /// Price in the currency.
     pub price: f64,
     /// Previous / struck-through price.
     pub old_price: f64,
+    /// Currency code.
     pub currency: String,
+    /// Stock status as the marketplace shows it (`in_stock`, `low_stock`, `out_of_stock`), when known.
     #[schema(required = true)]
     pub stock_status: Option<String>,
+    /// Units in stock, when known.
     #[schema(required = true)]
     pub stock_quantity: Option<i64>,
     #[graphql(skip)]
@@ -120,24 +125,34 @@ macro_rules! price_observation_from {
 price_observation_from!(entity::current_price::Model);
 price_observation_from!(entity::price_observation::Model);
 
+/// A special (promotional) price range of one variant.
 #[derive(Debug, Clone, Serialize, ToSchema, SimpleObject)]
 #[serde(deny_unknown_fields)]
 pub struct SpecialPrice {
+    /// Country-market variant (marketplace country-domain code).
     pub country_code: String,
     /// May be the empty string.
     pub region_code: String,
+    /// `anonymous` (guest) or `authenticated` (logged-in shopper).
     pub user_auth_status: UserAuthStatus,
+    /// Lowest special price.
     pub min: f64,
+    /// Highest special price.
     pub max: f64,
 }
 
+/// A product's content in a known language other than its default.
 #[derive(Debug, Clone, Serialize, ToSchema, SimpleObject)]
 #[serde(deny_unknown_fields)]
 #[graphql(complex)]
 pub struct Translation {
+    /// Language code.
     pub language: String,
+    /// Name in this language.
     pub name: String,
+    /// Category hierarchy, root first, in this language.
     pub category_path: Vec<String>,
+    /// Attributes in this language.
     pub attributes: Attributes,
     #[graphql(skip)]
     pub updated_at: DateTime<Utc>,
@@ -145,6 +160,7 @@ pub struct Translation {
 
 #[async_graphql::ComplexObject]
 impl Translation {
+    /// When this translation was last seen.
     async fn updated_at(&self) -> crate::graphql::Timestamp {
         self.updated_at.into()
     }
@@ -253,16 +269,20 @@ impl From<ProductView> for Product {
     }
 }
 
+/// A seller's statistics as the marketplace shows them.
 #[derive(Debug, Clone, Serialize, ToSchema, SimpleObject)]
 #[serde(deny_unknown_fields)]
 #[graphql(complex)]
 pub struct SellerStats {
+    /// Rating as the marketplace shows it.
     pub rating: f64,
     /// YYYY-MM-DD; null when the marketplace does not show it.
     #[schema(required = true)]
     #[graphql(skip)]
     pub reg_date: Option<NaiveDate>,
+    /// Items sold.
     pub items_sold: i64,
+    /// Reviews received.
     pub reviews_count: i64,
 }
 
@@ -319,12 +339,14 @@ impl From<SellerView> for Seller {
     }
 }
 
+/// A category path and its product count, from the latest daily snapshot.
 #[derive(Debug, Clone, Serialize, ToSchema, SimpleObject)]
 #[serde(deny_unknown_fields)]
 #[graphql(name = "CategoryEntry")]
 pub struct CategoryItem {
     /// Root first; an entry with an empty path exists.
     pub category_path: Vec<String>,
+    /// Products in this category path.
     pub product_count: i64,
 }
 
@@ -337,11 +359,14 @@ impl From<CategoryEntry> for CategoryItem {
     }
 }
 
+/// A brand and its product count, from the latest daily snapshot.
 #[derive(Debug, Clone, Serialize, ToSchema, SimpleObject)]
 #[serde(deny_unknown_fields)]
 #[graphql(name = "BrandEntry")]
 pub struct BrandItem {
+    /// Brand name.
     pub brand: String,
+    /// Products of this brand.
     pub product_count: i64,
 }
 
@@ -354,11 +379,15 @@ impl From<BrandEntry> for BrandItem {
     }
 }
 
+/// What the scraper said about the call.
 #[derive(Debug, Clone, Serialize, ToSchema, SimpleObject)]
 #[serde(deny_unknown_fields)]
 pub struct SessionMetadata {
+    /// `page` (one product page) or `bulk` (a run over many pages).
     pub source_type: String,
+    /// `catalog_import` or `price_monitoring`.
     pub intent: String,
+    /// URLs the scraper visited.
     pub url_count: i64,
 }
 
