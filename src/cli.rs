@@ -187,6 +187,9 @@ async fn serve(
         println!(
             "try: curl -H 'Authorization: Bearer {key}' '{public_url}/v1/products?page_size=2'"
         );
+        println!(
+            "GraphiQL: {public_url}/graphql (Headers tab: {{\"Authorization\": \"Bearer {key}\"}})"
+        );
     }
     let settings = config.settings();
     if settings.webhooks.webhook_allow_insecure_targets {

@@ -95,6 +95,11 @@ pub struct GraphqlConfig {
         default_value = "https://unpkg.com"
     )]
     pub graphiql_assets: String,
+
+    /// A local folder with the GraphiQL assets (the same layout), served by
+    /// Vitrina itself at `/graphiql/assets`; when set, GraphiQL loads from there.
+    #[arg(long, env = "VITRINA_GRAPHIQL_ASSETS_DIR")]
+    pub graphiql_assets_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for GraphqlConfig {
@@ -104,6 +109,7 @@ impl Default for GraphqlConfig {
             max_complexity: 10_000,
             batching: false,
             graphiql_assets: "https://unpkg.com".into(),
+            graphiql_assets_dir: None,
         }
     }
 }

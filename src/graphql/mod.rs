@@ -83,10 +83,26 @@ pub fn sdl() -> String {
     schema(&GraphqlConfig::default()).sdl()
 }
 
-pub fn router() -> Router<AppState> {
-    Router::new()
+/// Where a local copy of the GraphiQL assets is served, when configured.
+const LOCAL_ASSETS: &str = "/graphiql/assets";
+
+pub fn router(config: &GraphqlConfig) -> Router<AppState> {
+    let router = Router::new()
         .route("/graphql", get(get_graphql).post(post_graphql))
-        .route("/graphql/ws", get(subscribe))
+        .route("/graphql/ws", get(subscribe));
+    match &config.graphiql_assets_dir {
+        Some(dir) => router.nest_service(LOCAL_ASSETS, tower_http::services::ServeDir::new(dir)),
+        None => router,
+    }
+}
+
+/// The base address GraphiQL loads its assets from.
+fn graphiql_assets(config: &GraphqlConfig) -> &str {
+    if config.graphiql_assets_dir.is_some() {
+        LOCAL_ASSETS
+    } else {
+        &config.graphiql_assets
+    }
 }
 
 /// Subscriptions over WebSocket. The key comes in the `Authorization` header
@@ -142,7 +158,7 @@ const GRAPHQL_RESPONSE: &str = "application/graphql-response+json";
 async fn get_graphql(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
     let query = uri.query().unwrap_or_default();
     if query.is_empty() && accepts(&headers, "text/html") {
-        return Html(graphiql::page(&state.settings.graphql.graphiql_assets)).into_response();
+        return Html(graphiql::page(graphiql_assets(&state.settings.graphql))).into_response();
     }
     match async_graphql::http::parse_query_string(query) {
         Ok(request) => execute(&state, &headers, BatchRequest::Single(request)).await,

@@ -60,7 +60,7 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .nest("/v1", crate::rest::router(state.clone()))
-        .merge(crate::graphql::router())
+        .merge(crate::graphql::router(&state.settings.graphql))
         .nest("/extension/v1", crate::extension::router(state.clone()))
         .fallback(not_found)
         .with_state(state);

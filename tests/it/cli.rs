@@ -130,16 +130,32 @@ async fn serve_with_demo_data_answers_health_and_prints_a_key() {
     let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
     let mut base = None;
     let mut key = None;
+    let mut printed = Vec::new();
     for line in lines.by_ref().map_while(Result::ok) {
+        printed.push(line.clone());
         if let Some(addr) = line.strip_prefix("listening on ") {
             base = Some(addr.to_owned());
         }
         if let Some(k) = line.strip_prefix("demo API key: ") {
             key = Some(k.to_owned());
+        }
+        if line.starts_with("GraphiQL: ") {
             break;
         }
     }
     let base = base.expect("serve prints its address");
+    assert!(
+        printed
+            .iter()
+            .any(|l| l.starts_with("try: curl -H 'Authorization: Bearer vtr_")),
+        "{printed:?}"
+    );
+    assert!(
+        printed
+            .iter()
+            .any(|l| l.starts_with(&format!("GraphiQL: {base}/graphql"))),
+        "{printed:?}"
+    );
     assert!(key.expect("serve --demo prints a key").starts_with("vtr_"));
 
     let client = reqwest::Client::builder()
