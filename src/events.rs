@@ -4,26 +4,50 @@
 //! on SQLite, which has one process, an in-process channel serves.
 
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, Statement};
-use tokio::sync::broadcast;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{broadcast, watch};
 use uuid::Uuid;
 
 const CHANNEL: &str = "vitrina_sessions";
+
+/// How long a subscriber waits for the PostgreSQL listener to be in place.
+const READY_WAIT: Duration = Duration::from_secs(10);
 
 /// The event bus of this process.
 #[derive(Debug, Clone)]
 pub struct SessionEvents {
     tx: broadcast::Sender<Uuid>,
+    /// Whether events of every process arrive (always, on SQLite).
+    listening: watch::Receiver<bool>,
+    listening_tx: Arc<watch::Sender<bool>>,
 }
 
 impl Default for SessionEvents {
     fn default() -> Self {
+        let (listening_tx, listening) = watch::channel(true);
         SessionEvents {
             tx: broadcast::channel(1024).0,
+            listening,
+            listening_tx: Arc::new(listening_tx),
         }
     }
 }
 
 impl SessionEvents {
+    /// Waits until events from every process arrive, so a subscriber that
+    /// starts now misses nothing published after it.
+    pub async fn ready(&self) {
+        let mut listening = self.listening.clone();
+        if tokio::time::timeout(READY_WAIT, listening.wait_for(|ready| *ready))
+            .await
+            .is_err()
+        {
+            tracing::warn!("session events are not being received yet");
+        }
+    }
+
     /// Receives the ids of sessions that changed from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<Uuid> {
         self.tx.subscribe()
@@ -53,6 +77,10 @@ impl SessionEvents {
         }
         let pool = db.get_postgres_connection_pool().clone();
         let tx = self.tx.clone();
+        let listening = self.listening_tx.clone();
+        listening.send_replace(false);
+        let listening = self.listening_tx.clone();
+        listening.send_replace(false);
         tokio::spawn(async move {
             let mut listener = match sea_orm::sqlx::postgres::PgListener::connect_with(&pool).await
             {
@@ -62,6 +90,7 @@ impl SessionEvents {
             if let Err(e) = listener.listen(CHANNEL).await {
                 return tracing::error!(error = %e, "cannot listen for session events");
             }
+            listening.send_replace(true);
             loop {
                 match listener.recv().await {
                     Ok(note) => {

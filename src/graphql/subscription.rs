@@ -30,6 +30,7 @@ impl SubscriptionRoot {
         let data = ctx.data_unchecked::<Arc<RequestData>>().clone();
         let first =
             sessions::session_for_account(&data.state.db, data.caller.account_id, id).await?;
+        data.state.events.ready().await;
         let events = data.state.events.subscribe();
         let updates = stream::unfold((data, events), move |(data, mut events)| async move {
             loop {

@@ -828,7 +828,7 @@ mod live {
     /// The next JSON message, within a few seconds.
     async fn next(socket: &mut Socket) -> Option<Value> {
         loop {
-            let message = tokio::time::timeout(std::time::Duration::from_secs(10), socket.next())
+            let message = tokio::time::timeout(std::time::Duration::from_secs(30), socket.next())
                 .await
                 .ok()??
                 .ok()?;
