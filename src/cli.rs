@@ -142,7 +142,7 @@ impl Cli {
                     SessionEvents::default(),
                 )?;
                 let report = jobs.tick().await?;
-                println!("{report:?}");
+                println!("{report}");
                 Ok(())
             }
             Command::Webhooks(command) => webhooks::run(&conn, clock.as_ref(), command).await,

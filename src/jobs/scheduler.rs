@@ -34,6 +34,28 @@ pub struct TickReport {
     pub purged: u64,
 }
 
+impl std::fmt::Display for TickReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (m, d) = (&self.merge, &self.deliveries);
+        write!(
+            f,
+            "merged {}, flagged {}, rejected {}, leases released {}, sessions completed {}; \
+             webhook attempts {} ({} succeeded, {} to retry, {} failed); snapshot made: {}; submissions purged: {}",
+            m.merged,
+            m.flagged,
+            m.rejected,
+            m.released,
+            m.completed_sessions,
+            d.attempted,
+            d.succeeded,
+            d.rescheduled,
+            d.failed,
+            if self.snapshot_made { "yes" } else { "no" },
+            self.purged
+        )
+    }
+}
+
 impl Jobs {
     /// Fails only when the webhook client cannot be built.
     pub fn new(

@@ -176,3 +176,25 @@ async fn serve_with_demo_data_answers_health_and_prints_a_key() {
         "demo data was loaded"
     );
 }
+
+#[tokio::test]
+async fn jobs_run_once_merges_pending_submissions_and_makes_todays_snapshot() {
+    let db = TestDb::new().await;
+    assert!(
+        vitrina(&db.url, &["seed", "--demo", "--products", "30"])
+            .status
+            .success()
+    );
+    let out = vitrina(&db.url, &["jobs", "run-once"]);
+    assert!(out.status.success(), "{out:?}");
+    let printed = stdout(&out);
+    assert!(
+        printed.contains("merged 4,") && printed.contains("snapshot made: yes"),
+        "{printed}"
+    );
+    let again = stdout(&vitrina(&db.url, &["jobs", "run-once"]));
+    assert!(
+        again.contains("merged 0,") && again.contains("snapshot made: no"),
+        "{again}"
+    );
+}
