@@ -1,0 +1,16 @@
+"""The benchmark harness behind `bench/run`.
+
+main      orchestration and options
+machine   the machine's description and CPU pinning
+proc      child processes, CPU time and memory from /proc
+pg        PostgreSQL administration through psql
+vitrina   building, seeding and serving Vitrina
+peer      installing and serving PostGraphile
+http      a small JSON client
+cases     the fixed query set, its parameters and its checks
+capture   the SQL a request sends, read from the PostgreSQL log
+floor     pgbench over that SQL, and EXPLAIN ANALYZE of it
+load      wrk runs
+merge     merge pass throughput
+report    tables, targets and bench/README.md
+"""

@@ -1,0 +1,289 @@
+"""`bench/run`: options, and the run from build to report.
+
+A run: build Vitrina; create a PostgreSQL database and a SQLite file and
+seed both with `vitrina seed`; capture the SQL of every request of the set
+with statement logging on (Vitrina, and PostGraphile with --peer); replay
+that SQL with pgbench for the floor and EXPLAIN ANALYZE it; serve each
+target again with logging off, check every answer, then drive the set
+with wrk at 1 and 8 clients; measure memory, the merge pass; report.
+Everything the run creates is removed at the end, also when it fails.
+"""
+
+import argparse
+import contextlib
+import os
+import shlex
+import shutil
+import signal
+import sys
+import time
+
+from . import capture, cases, floor, load, machine, merge, peer, report, vitrina
+from .pg import Postgres
+from .proc import Failed, cpu_seconds, log, peak_rss_mb, run
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BENCH = os.path.join(REPO, "bench")
+# Where the PostgreSQL backends of each target are recognized.
+APPLICATION = {"vitrina-pg": "vitrina_bench", "postgraphile": "postgraphile_bench"}
+
+
+def options(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="bench/run",
+        description="Benchmarks Vitrina (PostgreSQL and SQLite) against the raw SQL "
+                    "floor and, with --peer, PostGraphile. See bench/README.md.")
+    parser.add_argument("--products", type=int, help="dataset size (default 100000; smoke 300)")
+    parser.add_argument("--seed", type=int, default=42, help="generator seed (default 42)")
+    parser.add_argument("--peer", action="store_true",
+                        help="also install and measure PostGraphile (npm)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny dataset, 1 s runs, test build, no peer, no README (CI)")
+    parser.add_argument("--duration", type=int, help="seconds per measured run (default 10; smoke 1)")
+    parser.add_argument("--build", choices=["release", "test"],
+                        help="release: cargo build --release (default); test: the binary "
+                             "cargo test builds, nothing extra to compile after the tests (smoke)")
+    parser.add_argument("--pool", type=int,
+                        help="VITRINA_DB_MAX_CONNECTIONS of the servers (default: Vitrina's)")
+    parser.add_argument("--merge-items", type=int,
+                        help="submissions of the merge figure (default 2000; smoke 200)")
+    parser.add_argument("--pg", default=os.environ.get(
+        "BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432/postgres"),
+        help="admin URL of the PostgreSQL server (default: local, user postgres)")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the databases afterwards (their names are printed)")
+    parser.add_argument("--no-readme", action="store_true",
+                        help="print the tables only; leave bench/README.md alone")
+    opts = parser.parse_args(argv)
+    if opts.smoke and opts.peer:
+        parser.error("--smoke runs without the peer")
+    smoke = opts.smoke
+    opts.products = opts.products or (300 if smoke else 100_000)
+    opts.duration = opts.duration or (1 if smoke else 10)
+    opts.build = opts.build or ("test" if smoke else "release")
+    opts.merge_items = opts.merge_items or (200 if smoke else 2000)
+    opts.warmup = 0 if smoke else 2
+    opts.readme = not (smoke or opts.no_readme)
+    opts.command = shlex.join(["bench/run", *argv])
+    return opts
+
+
+def main(argv: list[str]) -> int:
+    opts = options(argv)
+    # A TERM (CI timeout, Ctrl-C in a wrapper) still runs the cleanup.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    started = time.monotonic()
+    try:
+        with contextlib.ExitStack() as cleanup:
+            results = Run(opts, cleanup).execute()
+        text = report.render(results)
+        print(text)
+        if opts.readme:
+            report.write_readme(os.path.join(BENCH, "README.md"), text)
+            log("results written to bench/README.md")
+    except Failed as error:
+        log(f"FAILED: {error}")
+        return 1
+    log(f"done in {time.monotonic() - started:.0f}s")
+    return 0
+
+
+def remove_sqlite(path: str) -> None:
+    for name in (path, path + "-wal", path + "-shm"):
+        if os.path.exists(name):
+            os.remove(name)
+
+
+class Run:
+    def __init__(self, opts: argparse.Namespace, cleanup: contextlib.ExitStack):
+        self.opts, self.cleanup = opts, cleanup
+        self.pin = machine.pinning()
+        self.pg = Postgres(opts.pg)
+        self.db = f"vitrina_bench_{os.getpid()}"
+        self.workdir = os.path.join(BENCH, ".work")
+        self.r: dict = {"options": opts, "machine": machine.describe(), "targets": {}}
+
+    def execute(self) -> dict:
+        self.prepare()
+        self.capture_phase()
+        self.floor_phase()
+        self.load_phase()
+        return self.r
+
+    # --- setup ------------------------------------------------------------
+
+    def prepare(self) -> None:
+        opts = self.opts
+        for tool in ("psql", "pgbench", "pg_lsclusters", "taskset", "cargo"):
+            if not shutil.which(tool):
+                raise Failed(f"{tool} is not installed")
+        load.ensure_wrk()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        os.makedirs(self.workdir)
+        if self.pin.load is None:
+            log("warning: one CPU only; the load tool cannot get a core of its own")
+        self.binary = vitrina.build(REPO, opts.build)
+        self.r["pg_version"] = self.pg.version()
+        self.r["commit"] = report.commit(REPO)
+        if opts.peer:
+            self.peer_cli = peer.install(os.path.join(BENCH, ".peer"))
+            self.r["node"] = run(["node", "--version"]).strip()
+
+        self.pg.create(self.db)
+        sqlite_file = os.path.join(self.workdir, "bench.db")
+        if opts.keep:
+            log(f"keeping PostgreSQL database {self.db} and {sqlite_file} (until the next run)")
+        else:
+            self.cleanup.callback(self.pg.drop, self.db)
+            self.cleanup.callback(remove_sqlite, sqlite_file)
+        self.urls = {"vitrina-pg": self.pg.url(self.db, APPLICATION["vitrina-pg"]),
+                     "vitrina-sqlite": f"sqlite://{sqlite_file}"}
+
+        log(f"seeding {opts.products} products (seed {opts.seed}) into PostgreSQL and SQLite")
+        seeding = {name: vitrina.seed(self.binary, url, opts.products, opts.seed)
+                   for name, url in self.urls.items()}
+        for name, process in seeding.items():
+            vitrina.finish_seed(process, name)
+        self.keys = {}
+        for name, url in self.urls.items():
+            # Makes today's snapshot now, so the servers' first job tick is idle.
+            vitrina.jobs_run_once(self.binary, url)
+            self.keys[name] = vitrina.create_key(self.binary, url)
+
+    def server(self, name: str, database_url: str):
+        server = vitrina.Server(name, self.binary, database_url, self.pin, self.workdir,
+                                self.opts.pool)
+        self.cleanup.callback(server.stop)
+        return server
+
+    def postgraphile(self) -> peer.PostGraphile:
+        server = peer.PostGraphile(self.peer_cli,
+                                   self.pg.url(self.db, APPLICATION["postgraphile"]),
+                                   self.pin, self.workdir)
+        self.cleanup.callback(server.stop)
+        return server
+
+    # --- what each request sends ----------------------------------------
+
+    def capture_phase(self) -> None:
+        """Parameters, then the SQL of every request, with statement logging
+        on for sessions opened by these short-lived servers only."""
+        self.pg.log_all_statements(self.db, True)
+        # Also reset by the cleanup, should the run fail before it is reset here.
+        self.cleanup.callback(self.pg.log_all_statements, self.db, False)
+        sql_log = capture.Log(self.pg.log_file(), self.db)
+        key = self.keys["vitrina-pg"]
+        vit = self.server("vitrina-pg-capture", self.urls["vitrina-pg"])
+        params = cases.discover(vit.base, key)
+        params.deep_cursor = cases.walk(vit.base, key, params.deep_offset,
+                                        cases.VITRINA_WALK, "products")
+        pgl = None
+        if self.opts.peer:
+            pgl = self.postgraphile()
+            params.peer_deep_cursor = cases.walk(pgl.base, None, params.deep_offset,
+                                                 cases.PEER_WALK, "allProducts")
+        self.cases = cases.cases(params)
+        self.r["params"], self.r["cases"] = params, self.cases
+        log("capturing the SQL of every request")
+        self.r["statements"] = capture.capture_all(sql_log, vit.base, key, self.cases)
+        capture.save(self.r["statements"], self.workdir)
+        if pgl:
+            self.r["peer_statements"] = capture.capture_all(sql_log, pgl.base, None,
+                                                            self.cases, peer=True)
+            capture.save(self.r["peer_statements"], self.workdir, "peer_")
+            pgl.stop()
+        vit.stop()
+        self.pg.log_all_statements(self.db, False)
+
+    def floor_phase(self) -> None:
+        log("raw SQL floor (pgbench -M prepared) and EXPLAIN ANALYZE of every statement")
+        for who in ("", "peer_"):
+            captured = self.r.get(who + "statements", {})
+            self.r[who + "floor"], self.r[who + "explain"] = {}, {}
+            for case in self.cases:
+                if case.key not in captured:
+                    continue
+                name = f"{who}{case.key}"
+                self.r[who + "floor"][case.key] = floor.median_ms(
+                    self.pg, self.db, captured[case.key], self.opts.duration, self.pin,
+                    self.workdir, name)
+                self.r[who + "explain"][case.key] = floor.explain(
+                    self.pg, self.db, captured[case.key],
+                    os.path.join(self.workdir, f"{name}.explain.txt"))
+
+    # --- load -------------------------------------------------------------
+
+    def load_phase(self) -> None:
+        servers = {"vitrina-pg": self.server("vitrina-pg", self.urls["vitrina-pg"]),
+                   "vitrina-sqlite": self.server("vitrina-sqlite", self.urls["vitrina-sqlite"])}
+        if self.opts.peer:
+            servers["postgraphile"] = self.postgraphile()
+        self.verify(servers)
+        self.r["rss"] = {}
+        for name, server in servers.items():
+            log(f"load on {name}")
+            key = self.keys.get(name)
+            measured = self.r["targets"][name] = {}
+            for case in self.cases:
+                request = case.peer if name == "postgraphile" else case.request
+                if request is not None:
+                    measured[case.key] = self.measure(name, server, key, case.key, request)
+            # The peak of the whole process life, all load included.
+            self.r["rss"][name] = peak_rss_mb(server.pid)
+        self.r["merge"] = {}
+        for name in ("vitrina-pg", "vitrina-sqlite"):
+            log(f"merge pass on {name}")
+            self.r["merge"][name] = merge.throughput(
+                self.binary, self.urls[name], servers[name].base,
+                self.keys[name], self.opts.merge_items)
+        self.r["webhooks"] = report.webhook_status(REPO)
+
+    def verify(self, servers: dict) -> None:
+        """Every request answers 200 with the expected rows, and every target
+        answers each question with the same rows as Vitrina on PostgreSQL."""
+        log("checking every answer of every target")
+        reference = {}
+        for case in self.cases:
+            signature = case.check(cases.call(servers["vitrina-pg"].base, case.request,
+                                              self.keys["vitrina-pg"]))
+            other = case.check(cases.call(servers["vitrina-sqlite"].base, case.request,
+                                          self.keys["vitrina-sqlite"]))
+            cases.expect(other == signature, f"{case.title}: SQLite answers {other}, "
+                                             f"PostgreSQL {signature}")
+            if "postgraphile" in servers and case.peer is not None:
+                other = case.peer_check(cases.call(servers["postgraphile"].base, case.peer, None))
+                cases.expect(other == signature, f"{case.title}: PostGraphile answers "
+                                                 f"{other}, Vitrina {signature}")
+            reference[case.key] = signature
+        for rest, graphql in cases.SAME_ROWS:
+            cases.expect(reference[rest]["ids"] == reference[graphql]["ids"],
+                         f"{rest} and {graphql} answer different rows")
+
+    def cpu(self, name: str, server) -> tuple[float, dict[int, float]]:
+        application = APPLICATION.get(name)
+        backends = self.pg.backend_cpu(self.db, application) if application else {}
+        return cpu_seconds(server.pid), backends
+
+    def measure(self, name: str, server, key: str | None, case_key: str, request) -> dict:
+        """Median latency at 1 client; throughput and CPU per request at 8."""
+        run = dict(pinning=self.pin, workdir=self.workdir)
+        tag = f"{name}.{case_key}"
+        if self.opts.warmup:
+            load.wrk(server.base, request, key, clients=8, seconds=self.opts.warmup,
+                     name=tag + ".warmup", **run)
+        one = load.wrk(server.base, request, key, clients=1, seconds=self.opts.duration,
+                       name=tag + ".c1", **run)
+        server_before, db_before = self.cpu(name, server)
+        eight = load.wrk(server.base, request, key, clients=8, seconds=self.opts.duration,
+                         name=tag + ".c8", **run)
+        server_after, db_after = self.cpu(name, server)
+        # Backends that appeared during the run count from zero.
+        db_cpu = sum(after - db_before.get(pid, 0.0) for pid, after in db_after.items())
+        server_cpu = server_after - server_before
+        return {
+            "p50_ms": one["p50_us"] / 1000,
+            "rps": eight["rps"],
+            "server_cpu_ms": server_cpu * 1000 / eight["requests"],
+            "db_cpu_ms": db_cpu * 1000 / eight["requests"],
+            "cpu_ms": (server_cpu + db_cpu) * 1000 / eight["requests"],
+        }

@@ -1,0 +1,125 @@
+"""Building, seeding and serving Vitrina through its own command line."""
+
+import json
+import os
+import re
+import subprocess
+import time
+
+from .http import Request, send
+from .machine import Pinning
+from .proc import Failed, log, run, spawn, stop, wait_for
+
+# Requests a run sends in a minute are far above the default limit of 600;
+# the limiter is still on the path, only its ceiling is out of the way.
+RATE_LIMIT = "4000000000"
+# The scheduler's first tick runs at start; after that it should stay quiet
+# while load runs (the merge figure runs `jobs run-once` itself).
+JOB_INTERVAL_SECS = "86400"
+
+
+def build(repo: str, kind: str) -> str:
+    """Builds the `vitrina` binary and returns its path (wherever
+    CARGO_TARGET_DIR puts it).
+
+    `release`: `cargo build --release`, what a deployment runs.
+    `test`: the very binary `cargo test` builds for the integration tests
+    (dev profile, dev-dependency features): after the tests, as in CI,
+    there is nothing left to compile.
+    """
+    if kind == "release":
+        argv = ["cargo", "build", "--release", "--bin", "vitrina"]
+    else:
+        argv = ["cargo", "test", "--workspace", "--no-run"]
+    log(f"building vitrina: {' '.join(argv)}")
+    done = subprocess.run(argv + ["--message-format=json-render-diagnostics"], cwd=repo,
+                          stdout=subprocess.PIPE, text=True, check=False)
+    if done.returncode != 0:
+        raise Failed("the build failed (its messages are above)")
+    for line in done.stdout.splitlines():
+        message = json.loads(line)
+        target = message.get("target", {})
+        if (message.get("reason") == "compiler-artifact" and message.get("executable")
+                and target.get("name") == "vitrina" and target.get("kind") == ["bin"]):
+            return message["executable"]
+    raise Failed("the build produced no vitrina executable")
+
+
+def command(binary: str, database_url: str, *args: str) -> str:
+    env = dict(os.environ, DATABASE_URL=database_url, RUST_LOG="warn")
+    return run([binary, *args], env=env)
+
+
+def seed(binary: str, database_url: str, products: int, seed_value: int):
+    """Starts `vitrina seed` in the background (two backends seed at once)."""
+    env = dict(os.environ, DATABASE_URL=database_url, RUST_LOG="warn")
+    return subprocess.Popen(
+        [binary, "seed", "--products", str(products), "--seed", str(seed_value)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+
+
+def finish_seed(process, backend: str) -> None:
+    out, _ = process.communicate()
+    if process.returncode != 0:
+        raise Failed(f"seeding {backend} failed:\n{out[-2000:]}")
+    log(f"{backend}: {out.strip().splitlines()[-1]}")
+
+
+def create_key(binary: str, database_url: str) -> str:
+    out = command(binary, database_url, "keys", "create", "--account", "bench")
+    for line in out.splitlines():
+        if line.startswith("vtr_"):
+            return line.strip()
+    raise Failed("`vitrina keys create` printed no key")
+
+
+def jobs_run_once(binary: str, database_url: str) -> tuple[float, str]:
+    """One round of every job; returns the wall time and the printed report."""
+    started = time.monotonic()
+    out = command(binary, database_url, "jobs", "run-once")
+    return time.monotonic() - started, out
+
+
+class Server:
+    """`vitrina serve` on a free loopback port."""
+
+    def __init__(self, name: str, binary: str, database_url: str, pinning: Pinning,
+                 workdir: str, pool: int | None = None):
+        self.name = name
+        env = dict(
+            os.environ,
+            DATABASE_URL=database_url,
+            VITRINA_BIND="127.0.0.1:0",
+            VITRINA_RATE_LIMIT_PER_MINUTE=RATE_LIMIT,
+            VITRINA_MERGE_INTERVAL_SECS=JOB_INTERVAL_SECS,
+        )
+        if pool:
+            env["VITRINA_DB_MAX_CONNECTIONS"] = str(pool)
+        self.out_path = os.path.join(workdir, f"{name}.log")
+        self.process = spawn(pinning.wrap(pinning.servers, [binary, "serve"]),
+                             env=env, out_path=self.out_path)
+        self.base = ""
+        wait_for(name, self._listening, timeout=60, process=self.process)
+        wait_for(name, self._ready, timeout=30, process=self.process)
+
+    def _listening(self) -> bool:
+        with open(self.out_path, encoding="utf-8", errors="replace") as f:
+            found = re.search(r"listening on (http://\S+)", f.read())
+        if found:
+            self.base = found.group(1)
+        return bool(found)
+
+    def _ready(self) -> bool:
+        try:
+            return send(self.base, Request("GET", "/readyz"), timeout=2)[0] == 200
+        except OSError:
+            return False
+
+    @property
+    def pid(self) -> int:
+        """The server process itself (taskset execs into it)."""
+        return self.process.pid
+
+    def stop(self) -> None:
+        stop(self.process)
