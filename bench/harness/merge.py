@@ -69,7 +69,8 @@ def throughput(binary: str, database_url: str, base: str, key: str, count: int) 
         if status != 202:
             raise Failed(f"merge: upload answered {status}: {str(body)[:300]}")
     seconds, report = jobs_run_once(binary, database_url)
-    counts = {name: int(re.search(rf"\b{name}: (\d+)", report).group(1))
+    # `vitrina jobs run-once` prints "merged N, flagged N, rejected N, ...".
+    counts = {name: int(re.search(rf"\b{name} (\d+)", report).group(1))
               for name in ("merged", "flagged", "rejected")}
     done = counts["merged"] + counts["flagged"]
     if counts["rejected"] or done != count:

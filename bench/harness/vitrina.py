@@ -39,8 +39,11 @@ def build(repo: str, kind: str) -> str:
     for line in done.stdout.splitlines():
         message = json.loads(line)
         target = message.get("target", {})
+        # `cargo test` also builds the binary's own unit-test runner under the
+        # same name; only the non-test profile is the real `vitrina`.
         if (message.get("reason") == "compiler-artifact" and message.get("executable")
-                and target.get("name") == "vitrina" and target.get("kind") == ["bin"]):
+                and target.get("name") == "vitrina" and target.get("kind") == ["bin"]
+                and not message.get("profile", {}).get("test", False)):
             return message["executable"]
     raise Failed("the build produced no vitrina executable")
 
