@@ -29,6 +29,10 @@ pub async fn connect(config: &DatabaseConfig) -> Result<DatabaseConnection, Erro
         .min_connections(1)
         .connect_timeout(Duration::from_secs(5))
         .acquire_timeout(Duration::from_secs(10))
+        // Pinging on every acquire costs a round trip per statement (a REST
+        // product page sends six). Only a connection idle long enough to have
+        // been dropped by the server or a proxy is checked before use.
+        .test_before_acquire_if_idle_for(Duration::from_secs(30))
         .sqlx_logging(false)
         .map_sqlx_sqlite_opts(|opts| {
             opts.create_if_missing(true)
@@ -108,6 +112,19 @@ where
             .await?;
     }
     Ok(())
+}
+
+/// Refreshes the query planner's statistics after a bulk load. Until they
+/// exist (autovacuum may be off, or not have come round yet), PostgreSQL
+/// plans the batched lookups of a page as scans of whole tables. There,
+/// VACUUM also marks the new pages all-visible, so counts and deep pages can
+/// read their indexes alone.
+pub async fn refresh_statistics(db: &DatabaseConnection) -> Result<(), DbErr> {
+    let sql = match db.get_database_backend() {
+        DbBackend::Postgres => "VACUUM ANALYZE",
+        _ => "ANALYZE",
+    };
+    db.execute_unprepared(sql).await.map(|_| ())
 }
 
 /// Begins a transaction that will write. On SQLite it takes the write lock up
