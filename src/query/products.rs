@@ -8,7 +8,7 @@ use entity::{
     Marketplace, TrustStatus, current_price, product, product_category, product_translation,
     seller, special_price,
 };
-use sea_orm::sea_query::Query;
+use sea_orm::sea_query::{Query, SelectStatement};
 use sea_orm::{
     ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
     QuerySelect, Select,
@@ -123,6 +123,20 @@ impl ProductFilter {
             .order_by_desc(product::Column::FirstSeenAt)
             .order_by_desc(product::Column::Id)
     }
+
+    /// The ids of `limit` matching products after the first `skip`, in the
+    /// order of [`ProductFilter::select`].
+    fn page_ids(&self, skip: u64, limit: u64) -> SelectStatement {
+        Query::select()
+            .column(product::Column::Id)
+            .from(product::Entity)
+            .cond_where(self.condition())
+            .order_by(product::Column::FirstSeenAt, sea_orm::Order::Desc)
+            .order_by(product::Column::Id, sea_orm::Order::Desc)
+            .offset(skip)
+            .limit(limit)
+            .to_owned()
+    }
 }
 
 /// The ordering key of products: newest first, ties by id.
@@ -195,12 +209,16 @@ pub async fn list(
     page: Page,
 ) -> Result<(Vec<ProductView>, bool), QueryError> {
     filter.validate()?;
-    let mut rows = filter
-        .select()
-        .offset(page.offset())
-        .limit(page.page_size + 1)
-        .all(db)
-        .await?;
+    let select = match page.offset() {
+        0 => filter.select(),
+        // A deep page skips its offset over the ids alone (an index-only
+        // scan where the filter has an index), then reads its own rows.
+        skip => product::Entity::find()
+            .filter(product::Column::Id.in_subquery(filter.page_ids(skip, page.page_size + 1)))
+            .order_by_desc(product::Column::FirstSeenAt)
+            .order_by_desc(product::Column::Id),
+    };
+    let mut rows = select.limit(page.page_size + 1).all(db).await?;
     let has_more = rows.len() as u64 > page.page_size;
     rows.truncate(page.page_size as usize);
     Ok((load_views(db, rows).await?, has_more))
@@ -226,7 +244,8 @@ pub async fn get_many(db: &impl ConnectionTrait, ids: &[Uuid]) -> Result<Vec<Pro
 }
 
 /// Attaches sellers, prices, special prices and translations: four
-/// statements whatever the number of products.
+/// statements whatever the number of products, sent concurrently (on a pool
+/// they run on four connections at once; in a transaction, one by one).
 pub async fn load_views(
     db: &impl ConnectionTrait,
     products: Vec<product::Model>,
@@ -236,10 +255,12 @@ pub async fn load_views(
     }
     let ids: Vec<Uuid> = products.iter().map(|p| p.id).collect();
     let seller_ids: Vec<Uuid> = products.iter().map(|p| p.seller_ref).collect();
-    let sellers = sellers_by_id(db, &seller_ids).await?;
-    let mut prices = current_prices(db, &ids).await?;
-    let mut special = special_prices(db, &ids).await?;
-    let mut translations = translations(db, &ids).await?;
+    let (sellers, mut prices, mut special, mut translations) = tokio::try_join!(
+        sellers_by_id(db, &seller_ids),
+        current_prices(db, &ids),
+        special_prices(db, &ids),
+        translations(db, &ids),
+    )?;
     Ok(products
         .into_iter()
         .map(|product| ProductView {
