@@ -6,13 +6,15 @@ use std::future::Future;
 use std::hash::Hash;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_graphql::dataloader::{DataLoader, Loader};
-use entity::{current_price, price_observation, product, product_translation, special_price};
+use entity::{
+    current_price, price_observation, product, product_translation, seller, special_price,
+};
 use sea_orm::{DatabaseConnection, DbErr};
 use uuid::Uuid;
 
-use crate::query::sellers::SellerView;
 use crate::query::sessions::SessionStats;
 use crate::query::{prices, products, sellers, sessions};
 
@@ -49,6 +51,10 @@ where
     K: Send + Sync + Hash + Eq + Clone + 'static,
     V: Send + Sync + Clone + 'static,
 {
+    // No time window: a list page hands each loader all of its keys at once
+    // (see `page.rs`), so waiting (1 ms by default) would only add latency.
+    // Keys that sibling resolvers queue before the spawned load starts still
+    // share its statement.
     DataLoader::new(
         Batch {
             db: db.clone(),
@@ -56,6 +62,7 @@ where
         },
         tokio::spawn,
     )
+    .delay(Duration::ZERO)
 }
 
 /// (parent id, how many) for "first N per parent" loaders.
@@ -73,7 +80,8 @@ fn by_n(keys: &[TopKey]) -> HashMap<u64, Vec<Uuid>> {
 /// The request's loaders.
 pub struct Loaders {
     pub products: Load<Uuid, product::Model>,
-    pub sellers: Load<Uuid, SellerView>,
+    pub sellers: Load<Uuid, seller::Model>,
+    pub seller_product_counts: Load<Uuid, i64>,
     pub prices: Load<Uuid, Vec<current_price::Model>>,
     pub special_prices: Load<Uuid, Vec<special_price::Model>>,
     pub translations: Load<Uuid, Vec<product_translation::Model>>,
@@ -89,23 +97,10 @@ impl Loaders {
                 Box::pin(async move { products::by_ids(&db, &ids).await })
             }),
             sellers: loader(db, |db, ids| {
-                Box::pin(async move {
-                    let found = products::sellers_by_id(&db, &ids).await?;
-                    let ids: Vec<Uuid> = found.keys().copied().collect();
-                    let counts = sellers::product_counts(&db, &ids).await?;
-                    Ok(found
-                        .into_iter()
-                        .map(|(id, seller)| {
-                            (
-                                id,
-                                SellerView {
-                                    product_count: counts.get(&id).copied().unwrap_or(0),
-                                    seller,
-                                },
-                            )
-                        })
-                        .collect())
-                })
+                Box::pin(async move { products::sellers_by_id(&db, &ids).await })
+            }),
+            seller_product_counts: loader(db, |db, ids| {
+                Box::pin(async move { sellers::product_counts(&db, &ids).await })
             }),
             prices: loader(db, |db, ids| {
                 Box::pin(async move { products::current_prices(&db, &ids).await })

@@ -16,13 +16,14 @@ use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 
-use entity::{current_price, price_observation, product, product_translation, special_price};
+use entity::{
+    current_price, price_observation, product, product_translation, seller, special_price,
+};
 use sea_orm::DbErr;
 use tokio::sync::OnceCell;
 use uuid::Uuid;
 
 use super::loaders::{Load, Loaders, TopKey};
-use crate::query::sellers::SellerView;
 
 type Loaded<K, V> = OnceCell<HashMap<K, V>>;
 type LatestPrices = Arc<Loaded<TopKey, Vec<price_observation::Model>>>;
@@ -31,7 +32,8 @@ type LatestPrices = Arc<Loaded<TopKey, Vec<price_observation::Model>>>;
 pub struct Page {
     ids: Vec<Uuid>,
     seller_ids: Vec<Uuid>,
-    sellers: Loaded<Uuid, SellerView>,
+    sellers: Loaded<Uuid, seller::Model>,
+    seller_product_counts: Loaded<Uuid, i64>,
     prices: Loaded<Uuid, Vec<current_price::Model>>,
     special_prices: Loaded<Uuid, Vec<special_price::Model>>,
     translations: Loaded<Uuid, Vec<product_translation::Model>>,
@@ -48,6 +50,7 @@ impl Page {
             ids: products.iter().map(|p| p.id).collect(),
             seller_ids,
             sellers: OnceCell::new(),
+            seller_product_counts: OnceCell::new(),
             prices: OnceCell::new(),
             special_prices: OnceCell::new(),
             translations: OnceCell::new(),
@@ -55,8 +58,19 @@ impl Page {
         })
     }
 
-    pub async fn seller(&self, loaders: &Loaders, id: Uuid) -> Loads<SellerView> {
+    pub async fn seller(&self, loaders: &Loaders, id: Uuid) -> Loads<seller::Model> {
         one(&self.sellers, &loaders.sellers, &self.seller_ids, &id).await
+    }
+
+    /// Products of seller `id`; counted only when a query asks for it.
+    pub async fn seller_product_count(&self, loaders: &Loaders, id: Uuid) -> Loads<i64> {
+        one(
+            &self.seller_product_counts,
+            &loaders.seller_product_counts,
+            &self.seller_ids,
+            &id,
+        )
+        .await
     }
 
     pub async fn prices(&self, loaders: &Loaders, id: Uuid) -> Loads<Vec<current_price::Model>> {

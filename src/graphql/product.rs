@@ -199,11 +199,13 @@ impl Product {
     /// The full seller record.
     async fn seller(&self, ctx: &Context<'_>) -> Result<Option<Seller>> {
         let loaders = &request(ctx).loaders;
-        let view = match &self.1 {
+        let model = match &self.1 {
             Some(page) => page.seller(loaders, self.0.seller_ref).await,
             None => loaders.sellers.load_one(self.0.seller_ref).await,
         };
-        Ok(view.map_err(gql)?.map(Seller))
+        Ok(model
+            .map_err(gql)?
+            .map(|m| Seller::of_product(m, self.1.clone())))
     }
     /// The seller's own SKU for this product.
     async fn seller_code(&self) -> &str {

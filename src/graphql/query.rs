@@ -99,7 +99,7 @@ impl QueryRoot {
     /// marketplace then sellerId. One TIN may sell on several marketplaces.
     async fn sellers(&self, ctx: &Context<'_>, lookup: SellerLookup) -> Result<Vec<Seller>> {
         let found = sellers::find(&request(ctx).state.db, &lookup).await?;
-        Ok(found.into_iter().map(Seller).collect())
+        Ok(found.into_iter().map(Seller::counted).collect())
     }
 
     /// Categories of one marketplace from the latest daily snapshot (may lag

@@ -1,10 +1,13 @@
 //! Sellers.
 
+use std::sync::Arc;
+
 use async_graphql::{Context, Object, Result};
-use entity::Marketplace;
+use entity::{Marketplace, seller};
 
 use super::connection::{self, Args};
 use super::error::gql;
+use super::page::Page;
 use super::product::{Product, ProductConnection, ProductTotal, product_connection};
 use super::request;
 use super::scalars::Timestamp;
@@ -14,42 +17,72 @@ use crate::query::sellers::SellerView;
 use crate::rest::dto::SellerStats;
 
 /// A seller on one marketplace.
-pub struct Seller(pub SellerView);
+pub struct Seller {
+    model: seller::Model,
+    product_count: ProductCount,
+}
+
+/// Where a seller's product count comes from.
+enum ProductCount {
+    /// Counted by the lookup that found the seller.
+    Known(i64),
+    /// Counted when asked for: for every seller of the product page at once
+    /// when the seller is reached from one.
+    OnDemand(Option<Arc<Page>>),
+}
+
+impl Seller {
+    /// A seller found by a lookup, its products counted.
+    pub fn counted(view: SellerView) -> Self {
+        Seller {
+            model: view.seller,
+            product_count: ProductCount::Known(view.product_count),
+        }
+    }
+
+    /// The seller of a product, of a list page when `page` is given.
+    pub fn of_product(model: seller::Model, page: Option<Arc<Page>>) -> Self {
+        Seller {
+            model,
+            product_count: ProductCount::OnDemand(page),
+        }
+    }
+}
 
 /// A seller on one marketplace.
 #[Object]
 impl Seller {
     /// One of the four supported marketplaces.
     async fn marketplace(&self) -> Marketplace {
-        self.0.seller.marketplace
+        self.model.marketplace
     }
     /// Id on the marketplace.
     async fn seller_id(&self) -> &str {
-        &self.0.seller.seller_id
+        &self.model.seller_id
     }
     /// Seller name as the marketplace shows it.
     async fn name(&self) -> &str {
-        &self.0.seller.name
+        &self.model.name
     }
     /// Tax identification number.
     async fn tin(&self) -> &str {
-        &self.0.seller.tin
+        &self.model.tin
     }
     /// State registration number (legal entity or sole trader).
     async fn psrn(&self) -> &str {
-        &self.0.seller.psrn
+        &self.model.psrn
     }
     /// Registered address.
     async fn address(&self) -> &str {
-        &self.0.seller.address
+        &self.model.address
     }
     /// Storefront URL.
     async fn url(&self) -> &str {
-        &self.0.seller.url
+        &self.model.url
     }
     /// Rating, registration date, items sold and reviews as the marketplace shows them.
     async fn stats(&self) -> SellerStats {
-        let s = &self.0.seller;
+        let s = &self.model;
         SellerStats {
             rating: s.rating,
             reg_date: s.reg_date,
@@ -58,16 +91,26 @@ impl Seller {
         }
     }
     /// Products of this seller in the catalog.
-    async fn product_count(&self) -> i64 {
-        self.0.product_count
+    async fn product_count(&self, ctx: &Context<'_>) -> Result<i64> {
+        let page = match &self.product_count {
+            ProductCount::Known(n) => return Ok(*n),
+            ProductCount::OnDemand(page) => page,
+        };
+        let loaders = &request(ctx).loaders;
+        let count = match page {
+            Some(page) => page.seller_product_count(loaders, self.model.id).await,
+            None => loaders.seller_product_counts.load_one(self.model.id).await,
+        };
+        // Sellers without products are absent from the grouped count.
+        Ok(count.map_err(gql)?.unwrap_or(0))
     }
     /// When the seller was first seen.
     async fn first_seen_at(&self) -> Timestamp {
-        self.0.seller.first_seen_at.into()
+        self.model.first_seen_at.into()
     }
     /// When the seller was last seen.
     async fn last_seen_at(&self) -> Timestamp {
-        self.0.seller.last_seen_at.into()
+        self.model.last_seen_at.into()
     }
     /// The seller's products, newest first.
     #[graphql(complexity = "super::connection_cost(first, last, child_complexity)")]
@@ -86,13 +129,13 @@ impl Seller {
             before,
         };
         let filter = ProductFilter {
-            marketplace: Some(self.0.seller.marketplace),
-            seller_id: Some(self.0.seller.seller_id.clone()),
+            marketplace: Some(self.model.marketplace),
+            seller_id: Some(self.model.seller_id.clone()),
             ..Default::default()
         };
         match args.simple_first() {
             Some(n) => {
-                let key = (self.0.seller.id, n + 1);
+                let key = (self.model.id, n + 1);
                 let rows = request(ctx)
                     .loaders
                     .seller_products
