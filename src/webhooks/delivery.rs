@@ -61,24 +61,33 @@ pub async fn deliver_due(
     clock: &dyn Clock,
     sender: &Sender,
 ) -> Result<DeliveryReport, DbErr> {
-    let now = clock.now();
     let lease = TimeDelta::from_std(sender.timeout())
         .unwrap_or(MAX_LEASE)
         .min(MAX_LEASE)
         + LEASE_MARGIN;
-    let claimed = claim(db, now, now + lease).await?;
     let mut report = DeliveryReport::default();
-    for outcome in join_all(claimed.into_iter().map(|d| attempt(db, clock, sender, d))).await {
-        match outcome? {
-            Some(Verdict::Succeeded) => report.succeeded += 1,
-            Some(Verdict::RetryAt(_)) => report.rescheduled += 1,
-            Some(Verdict::Failed) => report.failed += 1,
-            None => {
-                report.failed += 1;
-                continue;
+    // Batch after batch while batches come back full, so a backlog drains in
+    // one run instead of BATCH deliveries per tick. It ends: every attempt
+    // either finishes its row or moves it to a later time or behind a lease.
+    loop {
+        let now = clock.now();
+        let claimed = claim(db, now, now + lease).await?;
+        let full = claimed.len() as u64 == BATCH;
+        for outcome in join_all(claimed.into_iter().map(|d| attempt(db, clock, sender, d))).await {
+            match outcome? {
+                Some(Verdict::Succeeded) => report.succeeded += 1,
+                Some(Verdict::RetryAt(_)) => report.rescheduled += 1,
+                Some(Verdict::Failed) => report.failed += 1,
+                None => {
+                    report.failed += 1;
+                    continue;
+                }
             }
+            report.attempted += 1;
         }
-        report.attempted += 1;
+        if !full {
+            break;
+        }
     }
     if report != DeliveryReport::default() {
         tracing::info!(?report, "webhook deliveries");

@@ -719,6 +719,28 @@ async fn concurrent_workers_send_each_delivery_once() {
 }
 
 #[tokio::test]
+async fn one_run_drains_a_backlog_larger_than_a_batch() {
+    let mut h = Hooks::start().await;
+    for _ in 0..5 {
+        h.subscribe().await;
+    }
+    // 14 sessions x 5 subscriptions: 70 deliveries, more than one claim takes.
+    for _ in 0..14 {
+        h.complete_session().await;
+    }
+
+    let report = h.deliver().await;
+    assert_eq!((report.attempted, report.succeeded), (70, 70));
+    assert_eq!(h.receiver.take().len(), 70);
+    let deliveries = h.deliveries().await;
+    assert!(
+        deliveries
+            .iter()
+            .all(|d| d.status == DeliveryStatus::Succeeded)
+    );
+}
+
+#[tokio::test]
 async fn a_delivery_held_by_a_worker_is_claimable_again_once_its_lease_runs_out() {
     let mut h = Hooks::start().await;
     h.subscribe().await;
