@@ -48,7 +48,7 @@ def median_ms(pg: Postgres, database: str, statements: list[Statement], seconds:
         "pgbench", "-n", "-M", "prepared", "-c", "1", "-j", "1", "-T", str(seconds),
         "-f", script, "-l", "--log-prefix", prefix, *defines,
         "-h", pg.host, "-p", pg.port, "-U", pg.user, database,
-    ]))
+    ]), env=dict(os.environ, PGSSLMODE="disable"))  # as every client of the run
     latencies = []
     for path in glob.glob(prefix + ".*[0-9]"):
         with open(path, encoding="ascii") as f:

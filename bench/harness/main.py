@@ -5,7 +5,8 @@ seed both with `vitrina seed`; capture the SQL of every request of the set
 with statement logging on (Vitrina, and PostGraphile with --peer); replay
 that SQL with pgbench for the floor and EXPLAIN ANALYZE it; serve each
 target again with logging off, check every answer, then drive the set
-with wrk at 1 and 8 clients; measure memory, the merge pass; report.
+with wrk at 1 and 8 clients; measure memory, the merge pass and webhook
+delivery; report.
 Everything the run creates is removed at the end, also when it fails.
 """
 
@@ -18,7 +19,7 @@ import signal
 import sys
 import time
 
-from . import capture, cases, floor, load, machine, merge, peer, report, vitrina
+from . import capture, cases, floor, load, machine, merge, peer, report, vitrina, webhooks
 from .pg import Postgres
 from .proc import Failed, cpu_seconds, log, peak_rss_mb, run
 
@@ -47,6 +48,9 @@ def options(argv: list[str]) -> argparse.Namespace:
                         help="VITRINA_DB_MAX_CONNECTIONS of the servers (default: Vitrina's)")
     parser.add_argument("--merge-items", type=int,
                         help="submissions of the merge figure (default 2000; smoke 200)")
+    parser.add_argument("--webhook-sessions", type=int,
+                        help="completed sessions of the webhook figure, each delivered to "
+                             "5 subscriptions (default 400; smoke 20)")
     parser.add_argument("--pg", default=os.environ.get(
         "BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432/postgres"),
         help="admin URL of the PostgreSQL server (default: local, user postgres)")
@@ -62,6 +66,7 @@ def options(argv: list[str]) -> argparse.Namespace:
     opts.duration = opts.duration or (1 if smoke else 10)
     opts.build = opts.build or ("test" if smoke else "release")
     opts.merge_items = opts.merge_items or (200 if smoke else 2000)
+    opts.webhook_sessions = opts.webhook_sessions or (20 if smoke else 400)
     opts.warmup = 0 if smoke else 2
     opts.readme = not (smoke or opts.no_readme)
     opts.command = shlex.join(["bench/run", *argv])
@@ -236,7 +241,12 @@ class Run:
             self.r["merge"][name] = merge.throughput(
                 self.binary, self.urls[name], servers[name].base,
                 self.keys[name], self.opts.merge_items)
-        self.r["webhooks"] = report.webhook_status(REPO)
+        self.r["webhooks"] = {}
+        for name in ("vitrina-pg", "vitrina-sqlite"):
+            log(f"webhook deliveries on {name}")
+            self.r["webhooks"][name] = webhooks.throughput(
+                self.binary, self.urls[name], servers[name].base,
+                self.keys[name], self.opts.webhook_sessions)
 
     def verify(self, servers: dict) -> None:
         """Every request answers 200 with the expected rows, and every target

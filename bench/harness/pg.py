@@ -21,9 +21,13 @@ class Postgres:
 
     def url(self, database: str, application: str | None = None) -> str:
         """A connection URL for `database`, naming the client so that its
-        backends can be told apart in pg_stat_activity."""
+        backends can be told apart in pg_stat_activity. Every client of the
+        run (Vitrina, PostGraphile, pgbench, psql) connects without TLS: over
+        loopback it only adds cost, and the clients disagree on the default
+        (libpq and sqlx negotiate TLS when the server offers it, node-postgres
+        does not), which would tilt the comparison."""
         parts = urllib.parse.urlsplit(self.admin_url)
-        query = f"application_name={application}" if application else ""
+        query = "sslmode=disable" + (f"&application_name={application}" if application else "")
         return urllib.parse.urlunsplit(
             (parts.scheme, parts.netloc, "/" + database, query, "")
         )

@@ -2,7 +2,6 @@
 and the generated block of bench/README.md."""
 
 import datetime
-import os
 import subprocess
 
 from .cases import PAGE, SAME_QUESTION
@@ -20,14 +19,6 @@ def commit(repo: str) -> str:
                               check=False).stdout.strip()
     dirty = git("status", "--porcelain", "--untracked-files=no")
     return git("rev-parse", "--short", "HEAD") + (" (with uncommitted changes)" if dirty else "")
-
-
-def webhook_status(repo: str) -> str:
-    with open(os.path.join(repo, "src", "webhooks", "delivery.rs"), encoding="utf-8") as f:
-        if "stand-in" in f.read():
-            return ("pending: `src/webhooks/delivery.rs` is a stand-in until the webhooks "
-                    "branch merges, and there is nothing to deliver yet")
-    return "not measured yet: delivery has landed; the harness needs a local receiver for it"
 
 
 def num(value, digits: int = 2) -> str:
@@ -104,7 +95,9 @@ def other_figures(r: dict) -> list[str]:
         "- Merge pass: " + "; ".join(
             f"{name} {num(f['per_second'], 0)} submissions/s ({f['submissions']} in "
             f"{num(f['seconds'], 1)} s)" for name, f in merge.items()) + ".",
-        f"- Webhook deliveries/s: {r['webhooks']}.",
+        "- Webhook deliveries to a local receiver (signatures checked): " + "; ".join(
+            f"{name} {num(f['per_second'], 0)} deliveries/s ({f['deliveries']} in "
+            f"{num(f['seconds'], 2)} s)" for name, f in r["webhooks"].items()) + ".",
         "- SQL statements per request against page size: " + "; ".join(growth) + ".",
         "- EXPLAIN ANALYZE (bench/.work/*.explain.txt): sequential scans in "
         + (", ".join(f"{k} ({', '.join(v)})" for k, v in seq.items()) if seq else "no query")

@@ -48,8 +48,8 @@ def build(repo: str, kind: str) -> str:
     raise Failed("the build produced no vitrina executable")
 
 
-def command(binary: str, database_url: str, *args: str) -> str:
-    env = dict(os.environ, DATABASE_URL=database_url, RUST_LOG="warn")
+def command(binary: str, database_url: str, *args: str, env: dict | None = None) -> str:
+    env = dict(os.environ, DATABASE_URL=database_url, RUST_LOG="warn", **(env or {}))
     return run([binary, *args], env=env)
 
 
@@ -77,10 +77,10 @@ def create_key(binary: str, database_url: str) -> str:
     raise Failed("`vitrina keys create` printed no key")
 
 
-def jobs_run_once(binary: str, database_url: str) -> tuple[float, str]:
+def jobs_run_once(binary: str, database_url: str, env: dict | None = None) -> tuple[float, str]:
     """One round of every job; returns the wall time and the printed report."""
     started = time.monotonic()
-    out = command(binary, database_url, "jobs", "run-once")
+    out = command(binary, database_url, "jobs", "run-once", env=env)
     return time.monotonic() - started, out
 
 
