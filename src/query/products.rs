@@ -11,7 +11,7 @@ use entity::{
 use sea_orm::sea_query::{Query, SelectStatement};
 use sea_orm::{
     ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
-    QuerySelect, Select,
+    QuerySelect, QueryTrait, Select,
 };
 use uuid::Uuid;
 
@@ -118,25 +118,26 @@ impl ProductFilter {
 
     /// Matching products, newest first (`first_seen_at` desc, ties by id desc).
     pub fn select(&self) -> Select<product::Entity> {
-        product::Entity::find()
-            .filter(self.condition())
-            .order_by_desc(product::Column::FirstSeenAt)
-            .order_by_desc(product::Column::Id)
+        newest_first(product::Entity::find().filter(self.condition()))
     }
 
     /// The ids of `limit` matching products after the first `skip`, in the
     /// order of [`ProductFilter::select`].
     fn page_ids(&self, skip: u64, limit: u64) -> SelectStatement {
-        Query::select()
+        self.select()
+            .select_only()
             .column(product::Column::Id)
-            .from(product::Entity)
-            .cond_where(self.condition())
-            .order_by(product::Column::FirstSeenAt, sea_orm::Order::Desc)
-            .order_by(product::Column::Id, sea_orm::Order::Desc)
             .offset(skip)
             .limit(limit)
-            .to_owned()
+            .into_query()
     }
+}
+
+/// The order of every product list: newest first, ties by id.
+fn newest_first(select: Select<product::Entity>) -> Select<product::Entity> {
+    select
+        .order_by_desc(product::Column::FirstSeenAt)
+        .order_by_desc(product::Column::Id)
 }
 
 /// The ordering key of products: newest first, ties by id.
@@ -213,10 +214,10 @@ pub async fn list(
         0 => filter.select(),
         // A deep page skips its offset over the ids alone (an index-only
         // scan where the filter has an index), then reads its own rows.
-        skip => product::Entity::find()
-            .filter(product::Column::Id.in_subquery(filter.page_ids(skip, page.page_size + 1)))
-            .order_by_desc(product::Column::FirstSeenAt)
-            .order_by_desc(product::Column::Id),
+        skip => newest_first(
+            product::Entity::find()
+                .filter(product::Column::Id.in_subquery(filter.page_ids(skip, page.page_size + 1))),
+        ),
     };
     let mut rows = select.limit(page.page_size + 1).all(db).await?;
     let has_more = rows.len() as u64 > page.page_size;

@@ -1237,6 +1237,26 @@ async fn dashboard_query_runs_the_same_few_statements_for_10_and_100_products() 
     );
 }
 
+#[tokio::test]
+async fn a_products_seller_counts_its_products_as_the_seller_lookup_does() {
+    let app = TestApp::spawn().await;
+    let key = app.key("acme").await;
+    // Seven products over three sellers: the first seller has products 0, 3 and 6.
+    let ids = rich_catalog(&app, 7).await;
+    let d = data(
+        &app,
+        &key,
+        r#"query($id: UUID!) {
+          product(id: $id) { seller { productCount } }
+          sellers(lookup: { marketplace: WILDBERRIES, sellerId: "1" }) { productCount }
+        }"#,
+        json!({ "id": ids[0] }),
+    )
+    .await;
+    assert_eq!(d["product"]["seller"]["productCount"], 3);
+    assert_eq!(d["sellers"][0]["productCount"], 3);
+}
+
 /// What a product node shows in the pages below.
 const NODE: &str = "id seller { name productCount } translations { name } prices { price } priceHistory(first: 3) { edges { node { price } } }";
 

@@ -79,6 +79,26 @@ async fn products_are_newest_first_with_has_more_and_no_total() {
 }
 
 #[tokio::test]
+async fn a_later_page_of_a_filtered_list_continues_its_first_page() {
+    let w = world().await;
+    for i in 0..7 {
+        w.add(ProductSpec {
+            brand: if i % 2 == 0 { "Acme" } else { "Other" }.into(),
+            first_seen_at: test_start() - TimeDelta::hours(i),
+            ..product(&format!("p{i}"))
+        })
+        .await;
+    }
+    assert_eq!(
+        w.ids("brand=acme&page_size=4").await,
+        ["p0", "p2", "p4", "p6"]
+    );
+    assert_eq!(w.ids("brand=acme&page_size=2&page=2").await, ["p4", "p6"]);
+    assert_eq!(w.ids("brand=acme&page_size=3&page=2").await, ["p6"]);
+    assert!(w.ids("brand=acme&page_size=4&page=2").await.is_empty());
+}
+
+#[tokio::test]
 async fn products_with_the_same_first_seen_at_page_without_gaps_or_repeats() {
     let w = world().await;
     for id in ["p1", "p2", "p3", "p4", "p5"] {
