@@ -235,18 +235,12 @@ class Run:
                     measured[case.key] = self.measure(name, server, key, case.key, request)
             # The peak of the whole process life, all load included.
             self.r["rss"][name] = peak_rss_mb(server.pid)
-        self.r["merge"] = {}
+        self.r["merge"], self.r["webhooks"] = {}, {}
         for name in ("vitrina-pg", "vitrina-sqlite"):
-            log(f"merge pass on {name}")
-            self.r["merge"][name] = merge.throughput(
-                self.binary, self.urls[name], servers[name].base,
-                self.keys[name], self.opts.merge_items)
-        self.r["webhooks"] = {}
-        for name in ("vitrina-pg", "vitrina-sqlite"):
-            log(f"webhook deliveries on {name}")
-            self.r["webhooks"][name] = webhooks.throughput(
-                self.binary, self.urls[name], servers[name].base,
-                self.keys[name], self.opts.webhook_sessions)
+            log(f"merge pass and webhook deliveries on {name}")
+            target = (self.binary, self.urls[name], servers[name].base, self.keys[name])
+            self.r["merge"][name] = merge.throughput(*target, self.opts.merge_items)
+            self.r["webhooks"][name] = webhooks.throughput(*target, self.opts.webhook_sessions)
 
     def verify(self, servers: dict) -> None:
         """Every request answers 200 with the expected rows, and every target

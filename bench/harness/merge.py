@@ -19,7 +19,7 @@ from .vitrina import jobs_run_once
 UPLOAD_LIMIT = 1000  # items per upload (the extension API's limit)
 
 
-def _item(product: dict, external_id: str | None = None) -> dict:
+def scraped_item(product: dict, external_id: str | None = None) -> dict:
     item = {
         "marketplace": product["marketplace"],
         "external_id": external_id or product["external_id"],
@@ -56,8 +56,8 @@ def items(base: str, key: str, count: int) -> list[dict]:
         products += data
         page += 1
     products = products[:known]
-    fresh = [_item(products[i % known], f"9{i:09d}") for i in range(count // 2)]
-    return [_item(p) for p in products] + fresh
+    fresh = [scraped_item(products[i % known], f"9{i:09d}") for i in range(count // 2)]
+    return [scraped_item(p) for p in products] + fresh
 
 
 def throughput(binary: str, database_url: str, base: str, key: str, count: int) -> dict:

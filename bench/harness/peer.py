@@ -5,9 +5,10 @@ import json
 import os
 import socket
 
-from .http import Request, send
+from .http import Request
 from .machine import Pinning
-from .proc import Failed, log, run, spawn, stop, wait_for
+from .proc import Failed, log, run, spawn, wait_for
+from .service import Service
 
 VERSION = "4.14.1"
 
@@ -41,13 +42,14 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-class PostGraphile:
+class PostGraphile(Service):
     """PostGraphile's own server with its recommended production flags:
     no query log, no GraphiQL, dynamic JSON, functions without nulls. Order
     and conditions stay available on every column (its default), so the
     dashboard can ask for the newest prices first."""
 
     name = "postgraphile"
+    ready_request = Request.graphql("{ __typename }")
 
     def __init__(self, cli: str, database_url: str, pinning: Pinning, workdir: str):
         port = _free_port()
@@ -59,17 +61,3 @@ class PostGraphile:
         self.process = spawn(pinning.wrap(pinning.servers, argv), env=dict(os.environ),
                              out_path=os.path.join(workdir, "postgraphile.log"))
         wait_for("postgraphile", self._ready, timeout=120, process=self.process)
-
-    def _ready(self) -> bool:
-        try:
-            status, _ = send(self.base, Request.graphql("{ __typename }"), timeout=2)
-            return status == 200
-        except OSError:
-            return False
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    def stop(self) -> None:
-        stop(self.process)

@@ -6,9 +6,10 @@ import re
 import subprocess
 import time
 
-from .http import Request, send
+from .http import Request
 from .machine import Pinning
-from .proc import Failed, log, run, spawn, stop, wait_for
+from .proc import Failed, log, run, spawn, wait_for
+from .service import Service
 
 # Requests a run sends in a minute are far above the default limit of 600;
 # the limiter is still on the path, only its ceiling is out of the way.
@@ -84,8 +85,10 @@ def jobs_run_once(binary: str, database_url: str, env: dict | None = None) -> tu
     return time.monotonic() - started, out
 
 
-class Server:
+class Server(Service):
     """`vitrina serve` on a free loopback port."""
+
+    ready_request = Request("GET", "/readyz")
 
     def __init__(self, name: str, binary: str, database_url: str, pinning: Pinning,
                  workdir: str, pool: int | None = None):
@@ -112,17 +115,3 @@ class Server:
         if found:
             self.base = found.group(1)
         return bool(found)
-
-    def _ready(self) -> bool:
-        try:
-            return send(self.base, Request("GET", "/readyz"), timeout=2)[0] == 200
-        except OSError:
-            return False
-
-    @property
-    def pid(self) -> int:
-        """The server process itself (taskset execs into it)."""
-        return self.process.pid
-
-    def stop(self) -> None:
-        stop(self.process)

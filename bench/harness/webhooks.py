@@ -19,7 +19,7 @@ import urllib.parse
 
 from .cases import call
 from .http import Request, post_json
-from .merge import _item
+from .merge import scraped_item
 from .proc import Failed
 from .vitrina import command, jobs_run_once
 
@@ -92,7 +92,7 @@ def throughput(binary: str, database_url: str, base: str, key: str, sessions: in
         for i in range(sessions):
             status, body = post_json(base, "/extension/v1/scrapes", {
                 "source_type": "bulk", "intent": "price_monitoring",
-                "items": [_item(known[i % len(known)])]}, key)
+                "items": [scraped_item(known[i % len(known)])]}, key)
             if status != 202:
                 raise Failed(f"webhooks: upload answered {status}: {str(body)[:300]}")
         jobs_run_once(binary, database_url, INSECURE)
