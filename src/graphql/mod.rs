@@ -16,6 +16,7 @@ mod loaders;
 mod page;
 mod product;
 mod query;
+mod response;
 mod scalars;
 mod seller;
 mod session;
@@ -25,7 +26,7 @@ use std::sync::Arc;
 
 use async_graphql::extensions::Analyzer;
 use async_graphql::http::ALL_WEBSOCKET_PROTOCOLS;
-use async_graphql::{BatchRequest, BatchResponse, Data, EmptyMutation, Schema};
+use async_graphql::{BatchRequest, Data, EmptyMutation, Schema};
 use async_graphql_axum::{GraphQLBatchRequest, GraphQLProtocol, GraphQLWebSocket};
 use axum::Router;
 use axum::extract::State;
@@ -36,13 +37,14 @@ use axum::routing::get;
 
 use crate::accounts::Caller;
 use crate::config::GraphqlConfig;
-use crate::http::{ApiError, access};
+use crate::http::access;
 use crate::query::keyset::{DEFAULT_PAGE, MAX_PAGE};
 use crate::server::AppState;
 
 pub use error::gql;
 use loaders::Loaders;
 use query::QueryRoot;
+use response::{accepts, api_error, request_error, respond};
 pub use scalars::Timestamp;
 use subscription::SubscriptionRoot;
 
@@ -145,15 +147,6 @@ async fn subscribe(
         })
 }
 
-fn accepts(headers: &HeaderMap, media: &str) -> bool {
-    headers
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.contains(media))
-}
-
-const GRAPHQL_RESPONSE: &str = "application/graphql-response+json";
-
 /// Browsers get GraphiQL; a query string is executed as a query.
 async fn get_graphql(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
     let query = uri.query().unwrap_or_default();
@@ -208,122 +201,7 @@ async fn execute(state: &AppState, headers: &HeaderMap, batch: BatchRequest) -> 
         }
     };
     let response = state.graphql.execute_batch(batch).await;
-    let mut http = respond(headers, &response);
+    let mut http = respond(headers, response);
     access::rate_headers(&admission.rate, http.headers_mut());
     http
-}
-
-/// Whether the request never reached execution (unparsable, or refused by
-/// validation, depth or complexity). Such errors carry no `path`; an error
-/// raised while executing always names its field, even when it nulls `data`.
-fn request_failed(response: &async_graphql::Response) -> bool {
-    response.data == async_graphql::Value::Null
-        && !response.errors.is_empty()
-        && response.errors.iter().all(|e| e.path.is_empty())
-}
-
-/// A response as JSON; a request that never executed has no `data` entry,
-/// and every error carries an `extensions.code`.
-fn response_json(response: &async_graphql::Response) -> serde_json::Value {
-    let mut json = serde_json::to_value(response).unwrap_or_default();
-    if let Some(errors) = json.get_mut("errors").and_then(|e| e.as_array_mut()) {
-        errors.iter_mut().for_each(add_missing_code);
-    }
-    if request_failed(response)
-        && let Some(object) = json.as_object_mut()
-    {
-        object.remove("data");
-    }
-    json
-}
-
-/// async-graphql's own errors (parsing, validation, limits) have no code:
-/// a malformed argument is INVALID_PARAMETER as on REST, a query over the
-/// depth or complexity limit QUERY_TOO_COMPLEX, any other malformed request
-/// GRAPHQL_VALIDATION_FAILED.
-fn add_missing_code(error: &mut serde_json::Value) {
-    if error.pointer("/extensions/code").is_some() {
-        return;
-    }
-    let message = error["message"].as_str().unwrap_or_default();
-    let code = if message.starts_with("Invalid value for argument")
-        || message.contains("Failed to parse")
-    {
-        "INVALID_PARAMETER"
-    } else if message.contains("too deep") || message.contains("too complex") {
-        "QUERY_TOO_COMPLEX"
-    } else {
-        "GRAPHQL_VALIDATION_FAILED"
-    };
-    if let Some(object) = error.as_object_mut() {
-        let extensions = object
-            .entry("extensions")
-            .or_insert_with(|| serde_json::json!({}));
-        extensions["code"] = code.into();
-    }
-}
-
-/// Serializes a response in the media type the client accepts. With
-/// `application/graphql-response+json` a request that never executed is a
-/// 400; errors during execution stay a 200 with partial (or null) data.
-fn respond(headers: &HeaderMap, response: &BatchResponse) -> Response {
-    let modern = accepts(headers, GRAPHQL_RESPONSE);
-    let (failed_whole, body) = match response {
-        BatchResponse::Single(r) => (request_failed(r), response_json(r)),
-        BatchResponse::Batch(rs) => (false, rs.iter().map(response_json).collect()),
-    };
-    let status = if modern && failed_whole {
-        StatusCode::BAD_REQUEST
-    } else {
-        StatusCode::OK
-    };
-    let media = if modern {
-        GRAPHQL_RESPONSE
-    } else {
-        "application/json"
-    };
-    let mut http = (
-        status,
-        [(header::CONTENT_TYPE, HeaderValue::from_static(media))],
-        body.to_string(),
-    )
-        .into_response();
-    // Headers resolvers set, such as the quota of metered fields.
-    http.headers_mut().extend(response.http_headers());
-    http
-}
-
-fn error_body(message: &str, code: &str) -> serde_json::Value {
-    serde_json::json!({ "errors": [{ "message": message, "extensions": { "code": code } }] })
-}
-
-/// A refusal before execution (auth, rate limit), with REST's status and headers.
-fn api_error(headers: &HeaderMap, error: &ApiError) -> Response {
-    let mut response = error.clone().into_response();
-    let body = error_body(&error.message(), &error.code().to_uppercase());
-    let media = if accepts(headers, GRAPHQL_RESPONSE) {
-        GRAPHQL_RESPONSE
-    } else {
-        "application/json"
-    };
-    *response.body_mut() = body.to_string().into();
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(media));
-    response
-}
-
-fn request_error(headers: &HeaderMap, status: StatusCode, message: &str) -> Response {
-    let body = error_body(message, "BAD_REQUEST");
-    let media = if accepts(headers, GRAPHQL_RESPONSE) {
-        GRAPHQL_RESPONSE
-    } else {
-        "application/json"
-    };
-    (
-        status,
-        [(header::CONTENT_TYPE, HeaderValue::from_static(media))],
-        body.to_string(),
-    )
-        .into_response()
 }

@@ -1649,6 +1649,35 @@ async fn post_accepting(
 }
 
 #[tokio::test]
+async fn fields_are_answered_in_the_order_the_query_asks_for_them() {
+    let (app, key) = demo_app(3).await;
+    // Neither alphabetical nor declaration order, so only the query's order passes.
+    let query =
+        "{ products(first: 2) { edges { node { name id marketplace brand } } totalCount } }";
+    let text = app
+        .client
+        .post(app.url("/graphql"))
+        .bearer_auth(&key)
+        .json(&json!({ "query": query }))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let node = text.find(r#""node":{"#).expect(&text);
+    let at = |field: &str| text[node..].find(&format!(r#""{field}":"#)).expect(field);
+    assert!(
+        at("name") < at("id") && at("id") < at("marketplace") && at("marketplace") < at("brand"),
+        "{text}"
+    );
+    assert!(
+        text.find(r#""edges""#) < text.find(r#""totalCount""#),
+        "{text}"
+    );
+}
+
+#[tokio::test]
 async fn graphql_response_media_type_is_used_when_accepted_and_json_otherwise() {
     let app = TestApp::spawn().await;
     let key = app.key("acme").await;

@@ -1,0 +1,147 @@
+//! GraphQL responses over HTTP: status, media type and a JSON body written in
+//! one pass straight from async-graphql's values (field order kept).
+
+use std::collections::BTreeMap;
+
+use async_graphql::{BatchResponse, ServerError, Value};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+use crate::http::ApiError;
+
+const GRAPHQL_RESPONSE: &str = "application/graphql-response+json";
+
+pub fn accepts(headers: &HeaderMap, media: &str) -> bool {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains(media))
+}
+
+/// The media type the client accepts.
+fn media_type(headers: &HeaderMap) -> &'static str {
+    if accepts(headers, GRAPHQL_RESPONSE) {
+        GRAPHQL_RESPONSE
+    } else {
+        "application/json"
+    }
+}
+
+/// One response's JSON; a request that never executed has no `data` entry.
+#[derive(Serialize)]
+struct Body<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<&'a Value>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    errors: &'a [ServerError],
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    extensions: &'a BTreeMap<String, Value>,
+}
+
+impl<'a> Body<'a> {
+    fn of(response: &'a async_graphql::Response) -> Self {
+        Body {
+            data: (!request_failed(response)).then_some(&response.data),
+            errors: &response.errors,
+            extensions: &response.extensions,
+        }
+    }
+}
+
+/// Whether the request never reached execution (unparsable, or refused by
+/// validation, depth or complexity). Such errors carry no `path`; an error
+/// raised while executing always names its field, even when it nulls `data`.
+fn request_failed(response: &async_graphql::Response) -> bool {
+    response.data == Value::Null
+        && !response.errors.is_empty()
+        && response.errors.iter().all(|e| e.path.is_empty())
+}
+
+/// async-graphql's own errors (parsing, validation, limits) have no code:
+/// a malformed argument is INVALID_PARAMETER as on REST, a query over the
+/// depth or complexity limit QUERY_TOO_COMPLEX, any other malformed request
+/// GRAPHQL_VALIDATION_FAILED.
+fn add_missing_code(error: &mut ServerError) {
+    let extensions = error.extensions.get_or_insert_with(Default::default);
+    if extensions.get("code").is_some() {
+        return;
+    }
+    let message = &error.message;
+    let code = if message.starts_with("Invalid value for argument")
+        || message.contains("Failed to parse")
+    {
+        "INVALID_PARAMETER"
+    } else if message.contains("too deep") || message.contains("too complex") {
+        "QUERY_TOO_COMPLEX"
+    } else {
+        "GRAPHQL_VALIDATION_FAILED"
+    };
+    extensions.set("code", code);
+}
+
+/// Serializes a response in the media type the client accepts; every error
+/// carries an `extensions.code`. With `application/graphql-response+json` a
+/// request that never executed is a 400; errors during execution stay a 200
+/// with partial (or null) data.
+pub fn respond(headers: &HeaderMap, mut response: BatchResponse) -> Response {
+    let responses = match &mut response {
+        BatchResponse::Single(r) => std::slice::from_mut(r),
+        BatchResponse::Batch(rs) => rs.as_mut_slice(),
+    };
+    responses
+        .iter_mut()
+        .flat_map(|r| r.errors.iter_mut())
+        .for_each(add_missing_code);
+    let (failed_whole, body) = match &response {
+        BatchResponse::Single(r) => (request_failed(r), serde_json::to_vec(&Body::of(r))),
+        BatchResponse::Batch(rs) => (
+            false,
+            serde_json::to_vec(&rs.iter().map(Body::of).collect::<Vec<_>>()),
+        ),
+    };
+    let media = media_type(headers);
+    let status = if media == GRAPHQL_RESPONSE && failed_whole {
+        StatusCode::BAD_REQUEST
+    } else {
+        StatusCode::OK
+    };
+    // Serializing values async-graphql built cannot fail (string keys only).
+    let mut http = (
+        status,
+        [(header::CONTENT_TYPE, HeaderValue::from_static(media))],
+        body.unwrap_or_default(),
+    )
+        .into_response();
+    // Headers resolvers set, such as the quota of metered fields.
+    http.headers_mut().extend(response.http_headers());
+    http
+}
+
+fn error_body(message: &str, code: &str) -> String {
+    serde_json::json!({ "errors": [{ "message": message, "extensions": { "code": code } }] })
+        .to_string()
+}
+
+/// A refusal before execution (auth, rate limit), with REST's status and headers.
+pub fn api_error(headers: &HeaderMap, error: &ApiError) -> Response {
+    let mut response = error.clone().into_response();
+    *response.body_mut() = error_body(&error.message(), &error.code().to_uppercase()).into();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(media_type(headers)),
+    );
+    response
+}
+
+pub fn request_error(headers: &HeaderMap, status: StatusCode, message: &str) -> Response {
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(media_type(headers)),
+        )],
+        error_body(message, "BAD_REQUEST"),
+    )
+        .into_response()
+}
