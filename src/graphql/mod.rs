@@ -14,6 +14,7 @@ mod error;
 mod graphiql;
 mod loaders;
 mod page;
+mod parsed;
 mod product;
 mod query;
 mod response;
@@ -43,6 +44,7 @@ use crate::server::AppState;
 
 pub use error::gql;
 use loaders::Loaders;
+pub use parsed::ParsedQueries;
 use query::QueryRoot;
 use response::{accepts, api_error, request_error, respond};
 pub use scalars::Timestamp;
@@ -194,11 +196,10 @@ async fn execute(state: &AppState, headers: &HeaderMap, batch: BatchRequest) -> 
         caller: admission.caller,
         loaders: Loaders::new(&state.db),
     });
+    let prepare = |r: async_graphql::Request| state.parsed_queries.prepare(r).data(data.clone());
     let batch = match batch {
-        BatchRequest::Single(r) => BatchRequest::Single(r.data(data)),
-        BatchRequest::Batch(rs) => {
-            BatchRequest::Batch(rs.into_iter().map(|r| r.data(data.clone())).collect())
-        }
+        BatchRequest::Single(r) => BatchRequest::Single(prepare(r)),
+        BatchRequest::Batch(rs) => BatchRequest::Batch(rs.into_iter().map(prepare).collect()),
     };
     let response = state.graphql.execute_batch(batch).await;
     let mut http = respond(headers, response);

@@ -13,7 +13,7 @@ use tokio::net::TcpListener;
 use crate::clock::SharedClock;
 use crate::config::Settings;
 use crate::events::SessionEvents;
-use crate::graphql::VitrinaSchema;
+use crate::graphql::{ParsedQueries, VitrinaSchema};
 use crate::http::ApiError;
 use crate::limits::RateLimiter;
 
@@ -27,6 +27,8 @@ pub struct AppState {
     pub settings: Settings,
     pub rate_limiter: Arc<RateLimiter>,
     pub graphql: Arc<VitrinaSchema>,
+    /// GraphQL documents already parsed, by query text.
+    pub parsed_queries: Arc<ParsedQueries>,
     /// Live session progress for GraphQL subscriptions.
     pub events: SessionEvents,
 }
@@ -43,6 +45,7 @@ impl AppState {
             public_url,
             rate_limiter: Arc::new(RateLimiter::new(settings.limits.rate_per_minute)),
             graphql: Arc::new(crate::graphql::schema(&settings.graphql)),
+            parsed_queries: Arc::default(),
             events: {
                 let events = SessionEvents::default();
                 events.listen(&db);

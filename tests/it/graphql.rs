@@ -1649,6 +1649,44 @@ async fn post_accepting(
 }
 
 #[tokio::test]
+async fn one_query_text_sent_again_is_answered_for_its_own_variables_and_operation() {
+    let (app, key) = demo_app(3).await;
+    // The server keeps parsed documents by query text: what a request's
+    // variables and operation name select must still be per request.
+    let query = "query Named($with: Boolean!) { products(first: 1) { edges { node { id name @include(if: $with) } } } }
+                 query Count { products(first: 1) { totalCount } }";
+    let send = |operation: &'static str, variables: Value| {
+        let app = &app;
+        let key = &key;
+        async move {
+            let body: Value = app
+                .client
+                .post(app.url("/graphql"))
+                .bearer_auth(key)
+                .json(
+                    &json!({ "query": query, "operationName": operation, "variables": variables }),
+                )
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            assert!(body.get("errors").is_none(), "{body}");
+            body["data"]["products"].clone()
+        }
+    };
+    for with in [true, false, true] {
+        let products = send("Named", json!({ "with": with })).await;
+        let node = &products["edges"][0]["node"];
+        assert!(node["id"].is_string(), "{products}");
+        assert_eq!(node.get("name").is_some(), with, "{products}");
+    }
+    let products = send("Count", json!({})).await;
+    assert_eq!(products, json!({ "totalCount": 3 }));
+}
+
+#[tokio::test]
 async fn fields_are_answered_in_the_order_the_query_asks_for_them() {
     let (app, key) = demo_app(3).await;
     // Neither alphabetical nor declaration order, so only the query's order passes.
