@@ -25,7 +25,7 @@ pub async fn connect(config: &DatabaseConfig) -> Result<DatabaseConnection, Erro
     }
     let mut options = ConnectOptions::new(url.to_owned());
     options
-        .max_connections(config.db_max_connections)
+        .max_connections(config.max_connections())
         .min_connections(1)
         .connect_timeout(Duration::from_secs(5))
         .acquire_timeout(Duration::from_secs(10))

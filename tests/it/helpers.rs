@@ -90,7 +90,7 @@ impl TestDb {
     pub fn config(&self) -> DatabaseConfig {
         DatabaseConfig {
             database_url: self.url.clone(),
-            db_max_connections: 8,
+            db_max_connections: Some(8),
         }
     }
 
