@@ -1,6 +1,6 @@
 //! Relay connections built from the query layer's keyset slices.
 
-use async_graphql::connection::{Connection, Edge, EmptyFields};
+use async_graphql::connection::{Connection, CursorType, Edge, EmptyFields};
 use async_graphql::{OutputType, SimpleObject};
 
 use crate::query::QueryError;
@@ -50,23 +50,45 @@ pub struct Total {
     pub total_count: u64,
 }
 
-pub type Conn<N, A = EmptyFields> = Connection<String, N, A, EmptyFields>;
+/// A row's cursor: its ordering key, encoded only if the client asks for
+/// `cursor`, `startCursor` or `endCursor` (most pages never do).
+pub struct Cursor(Box<dyn Fn() -> String + Send + Sync>);
 
-/// Turns a slice into a connection, with `cursor` computed per row.
-pub fn from_slice<T, N: OutputType, A: async_graphql::ObjectType>(
+impl CursorType for Cursor {
+    type Error = &'static str;
+
+    /// Cursors come back as strings and are decoded by [`Args::window`]
+    /// with the list's own key type; async-graphql decodes one only in its
+    /// `query` helper, which Vitrina does not use.
+    fn decode_cursor(_: &str) -> Result<Self, Self::Error> {
+        Err("the cursor is not one this list produced")
+    }
+
+    fn encode_cursor(&self) -> String {
+        (self.0)()
+    }
+}
+
+pub type Conn<N, A = EmptyFields> = Connection<Cursor, N, A, EmptyFields>;
+
+/// Turns a slice into a connection; `key` gives each row's cursor key.
+pub fn from_slice<T, K, N, A>(
     slice: Slice<T>,
     additional: A,
-    cursor: impl Fn(&T) -> String,
+    key: impl Fn(&T) -> K,
     node: impl Fn(T) -> N,
-) -> Conn<N, A> {
+) -> Conn<N, A>
+where
+    K: Key + Send + Sync + 'static,
+    N: OutputType,
+    A: async_graphql::ObjectType,
+{
     let mut connection =
         Connection::with_additional_fields(slice.has_previous, slice.has_next, additional);
-    connection.edges.extend(
-        slice
-            .items
-            .into_iter()
-            .map(|item| Edge::new(cursor(&item), node(item))),
-    );
+    connection.edges.extend(slice.items.into_iter().map(|item| {
+        let key = key(&item);
+        Edge::new(Cursor(Box::new(move || key.encode())), node(item))
+    }));
     connection
 }
 

@@ -12,7 +12,6 @@ use super::page::Page;
 use super::request;
 use super::scalars::Timestamp;
 use super::seller::Seller;
-use crate::query::keyset::Key;
 use crate::query::prices::{self, ObservationKey, PriceHistoryFilter};
 use crate::query::products::{self, ProductFilter, ProductKey};
 use crate::rest::dto::{self, Attributes, PriceObservation, SpecialPrice, Translation};
@@ -90,7 +89,7 @@ pub async fn product_connection(
     Ok(connection::from_slice(
         slice,
         ProductTotal::Matching(filter),
-        |p| ProductKey::of(p).encode(),
+        ProductKey::of,
         node,
     ))
 }
@@ -123,7 +122,7 @@ pub async fn price_connection(
     Ok(connection::from_slice(
         slice,
         PriceTotal(product_id, filter),
-        |o| ObservationKey::of(o).encode(),
+        ObservationKey::of,
         PriceObservation::from,
     ))
 }

@@ -11,7 +11,6 @@ use super::page::Page;
 use super::product::{Product, ProductConnection, ProductTotal, product_connection};
 use super::request;
 use super::scalars::Timestamp;
-use crate::query::keyset::Key;
 use crate::query::products::{ProductFilter, ProductKey};
 use crate::query::sellers::SellerView;
 use crate::rest::dto::SellerStats;
@@ -147,7 +146,7 @@ impl Seller {
                 Ok(connection::from_slice(
                     connection::first_n(rows, n),
                     ProductTotal::Matching(filter),
-                    |p| ProductKey::of(p).encode(),
+                    ProductKey::of,
                     node,
                 ))
             }

@@ -14,7 +14,7 @@ use super::request;
 use super::scalars::Timestamp;
 use crate::http::ApiError;
 use crate::limits::{QuotaOutcome, quota};
-use crate::query::keyset::{Key, Slice};
+use crate::query::keyset::Slice;
 use crate::query::sessions::{self, SessionKey, SessionStats, SubmissionKey};
 use crate::rest::dto::SessionMetadata;
 
@@ -52,7 +52,7 @@ impl Me {
         Ok(connection::from_slice(
             slice,
             Total { total_count: total },
-            |s| SessionKey::of(s).encode(),
+            SessionKey::of,
             ScrapeSession,
         ))
     }
@@ -136,7 +136,7 @@ impl ScrapeSession {
         Ok(connection::from_slice(
             slice,
             Total { total_count: total },
-            |s| SubmissionKey(s.id).encode(),
+            |s| SubmissionKey(s.id),
             |s| Submission(s, products.clone()),
         ))
     }
@@ -175,10 +175,7 @@ impl ScrapeSession {
             .iter()
             .filter_map(|s| {
                 let model = sessions::merged_product(s).and_then(|id| found.get(&id).cloned())?;
-                Some((
-                    SubmissionKey(s.id).encode(),
-                    Product(model, Some(page.clone())),
-                ))
+                Some((SubmissionKey(s.id), Product(model, Some(page.clone()))))
             })
             .collect();
         let slice = Slice {
