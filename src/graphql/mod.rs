@@ -15,6 +15,7 @@ mod graphiql;
 mod loaders;
 mod page;
 mod parsed;
+mod pricing;
 mod product;
 mod query;
 mod response;
@@ -25,9 +26,8 @@ mod subscription;
 
 use std::sync::Arc;
 
-use async_graphql::extensions::Analyzer;
 use async_graphql::http::ALL_WEBSOCKET_PROTOCOLS;
-use async_graphql::{BatchRequest, Data, EmptyMutation, Schema};
+use async_graphql::{BatchRequest, BatchResponse, Data, EmptyMutation, Schema, ValidationMode};
 use async_graphql_axum::{GraphQLBatchRequest, GraphQLProtocol, GraphQLWebSocket};
 use axum::Router;
 use axum::extract::State;
@@ -72,14 +72,36 @@ pub fn connection_cost(first: Option<i32>, last: Option<i32>, child: usize) -> u
     size.saturating_mul(child).saturating_add(1)
 }
 
-/// The schema with the configured limits. The cost of each query is reported
-/// in `extensions.analyzer` (`complexity`, `depth`).
+/// The schema requests run on, with the configured limits. It has no
+/// extensions, so every field takes async-graphql's fast path; the full
+/// validation and the cost report happen in the pricing pass before.
 pub fn schema(config: &GraphqlConfig) -> VitrinaSchema {
     Schema::build(QueryRoot, EmptyMutation, SubscriptionRoot)
         .limit_depth(config.max_depth)
         .limit_complexity(config.max_complexity)
-        .extension(Analyzer)
+        .validation_mode(ValidationMode::Fast)
         .finish()
+}
+
+/// Both schemas of the service (see `pricing.rs`).
+pub struct Schemas {
+    /// Executes requests, and serves subscriptions.
+    pub run: VitrinaSchema,
+    /// Validates and prices requests without executing them.
+    pricing: VitrinaSchema,
+}
+
+impl Schemas {
+    pub fn new(config: &GraphqlConfig) -> Self {
+        Schemas {
+            run: schema(config),
+            pricing: Schema::build(QueryRoot, EmptyMutation, SubscriptionRoot)
+                .limit_depth(config.max_depth)
+                .limit_complexity(config.max_complexity)
+                .extension(pricing::PriceOnly)
+                .finish(),
+        }
+    }
 }
 
 /// The SDL checked in as `schema.graphql`.
@@ -119,7 +141,7 @@ async fn subscribe(
     protocol: GraphQLProtocol,
     upgrade: WebSocketUpgrade,
 ) -> Response {
-    let schema = (*state.graphql).clone();
+    let schema = state.graphql.run.clone();
     upgrade
         .protocols(ALL_WEBSOCKET_PROTOCOLS)
         .on_upgrade(move |socket| {
@@ -147,6 +169,31 @@ async fn subscribe(
                 })
                 .serve()
         })
+}
+
+/// Prices one request, then runs it unless the pricing refused it; both
+/// passes share the cached parse of its query.
+async fn run(
+    state: &AppState,
+    mut request: async_graphql::Request,
+    data: &Arc<RequestData>,
+) -> async_graphql::Response {
+    let mut pricing =
+        async_graphql::Request::new(request.query.clone()).variables(request.variables.clone());
+    pricing.operation_name = request.operation_name.clone();
+    if let Some(document) = state.parsed_queries.document(&request.query) {
+        pricing.set_parsed_query((*document).clone());
+        request.set_parsed_query((*document).clone());
+    }
+    let mut priced = state.graphql.pricing.execute(pricing).await;
+    if priced.is_err() {
+        // Unparsable, invalid, over a limit or no such operation.
+        return priced;
+    }
+    let cost = priced.extensions.remove("analyzer").unwrap_or_default();
+    let mut response = state.graphql.run.execute(request.data(data.clone())).await;
+    response.extensions.insert("analyzer".to_owned(), cost);
+    response
 }
 
 /// Browsers get GraphiQL; a query string is executed as a query.
@@ -196,12 +243,12 @@ async fn execute(state: &AppState, headers: &HeaderMap, batch: BatchRequest) -> 
         caller: admission.caller,
         loaders: Loaders::new(&state.db),
     });
-    let prepare = |r: async_graphql::Request| state.parsed_queries.prepare(r).data(data.clone());
-    let batch = match batch {
-        BatchRequest::Single(r) => BatchRequest::Single(prepare(r)),
-        BatchRequest::Batch(rs) => BatchRequest::Batch(rs.into_iter().map(prepare).collect()),
+    let response = match batch {
+        BatchRequest::Single(r) => BatchResponse::Single(run(state, r, &data).await),
+        BatchRequest::Batch(rs) => BatchResponse::Batch(
+            futures_util::future::join_all(rs.into_iter().map(|r| run(state, r, &data))).await,
+        ),
     };
-    let response = state.graphql.execute_batch(batch).await;
     let mut http = respond(headers, response);
     access::rate_headers(&admission.rate, http.headers_mut());
     http

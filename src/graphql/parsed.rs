@@ -5,7 +5,6 @@
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};
 
-use async_graphql::Request;
 use async_graphql::parser::{parse_query, types::ExecutableDocument};
 use lru::LruCache;
 
@@ -24,27 +23,19 @@ impl Default for ParsedQueries {
 }
 
 impl ParsedQueries {
-    /// Hands `request` its parsed document, from the cache or freshly
-    /// parsed. A query that does not parse is left for async-graphql to
-    /// parse and report as it always does.
-    pub fn prepare(&self, mut request: Request) -> Request {
-        if request.query.len() > MAX_QUERY_LEN {
-            return request;
+    /// The parsed document of `query`, from the cache or freshly parsed;
+    /// `None` for a query too long to keep or one that does not parse (left
+    /// for async-graphql to parse and report as it always does).
+    pub fn document(&self, query: &str) -> Option<Arc<ExecutableDocument>> {
+        if query.len() > MAX_QUERY_LEN {
+            return None;
         }
-        let cached = self.lock().get(&request.query).cloned();
-        let document = match cached {
-            Some(document) => document,
-            None => match parse_query(&request.query) {
-                Ok(document) => {
-                    let document = Arc::new(document);
-                    self.lock().put(request.query.clone(), document.clone());
-                    document
-                }
-                Err(_) => return request,
-            },
-        };
-        request.set_parsed_query((*document).clone());
-        request
+        if let Some(document) = self.lock().get(query) {
+            return Some(document.clone());
+        }
+        let document = Arc::new(parse_query(query).ok()?);
+        self.lock().put(query.to_owned(), document.clone());
+        Some(document)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, LruCache<String, Arc<ExecutableDocument>>> {

@@ -13,7 +13,7 @@ use tokio::net::TcpListener;
 use crate::clock::SharedClock;
 use crate::config::Settings;
 use crate::events::SessionEvents;
-use crate::graphql::{ParsedQueries, VitrinaSchema};
+use crate::graphql::{ParsedQueries, Schemas};
 use crate::http::ApiError;
 use crate::limits::RateLimiter;
 
@@ -26,7 +26,7 @@ pub struct AppState {
     pub public_url: String,
     pub settings: Settings,
     pub rate_limiter: Arc<RateLimiter>,
-    pub graphql: Arc<VitrinaSchema>,
+    pub graphql: Arc<Schemas>,
     /// GraphQL documents already parsed, by query text.
     pub parsed_queries: Arc<ParsedQueries>,
     /// Live session progress for GraphQL subscriptions.
@@ -44,7 +44,7 @@ impl AppState {
             clock,
             public_url,
             rate_limiter: Arc::new(RateLimiter::new(settings.limits.rate_per_minute)),
-            graphql: Arc::new(crate::graphql::schema(&settings.graphql)),
+            graphql: Arc::new(Schemas::new(&settings.graphql)),
             parsed_queries: Arc::default(),
             events: {
                 let events = SessionEvents::default();
