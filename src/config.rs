@@ -24,24 +24,6 @@ pub struct DatabaseConfig {
     pub db_max_connections: Option<u32>,
 }
 
-impl DatabaseConfig {
-    /// The pool size: as configured, else by backend. SQLite runs every
-    /// query on this machine's cores and each connection keeps its own page
-    /// cache, so connections beyond the cores add memory, not throughput
-    /// (measured: 4 connections answered 8 clients 30% faster than 16, in
-    /// half the memory).
-    pub fn max_connections(&self) -> u32 {
-        self.db_max_connections.unwrap_or_else(|| {
-            if self.database_url.trim().starts_with("sqlite:") {
-                let cores = std::thread::available_parallelism().map_or(2, |n| n.get() as u32);
-                (2 * cores).max(4)
-            } else {
-                16
-            }
-        })
-    }
-}
-
 /// Settings of the HTTP server and the jobs it runs.
 #[derive(Debug, Clone, Args)]
 pub struct ServeConfig {
@@ -220,29 +202,5 @@ impl ServeConfig {
             Some(url) => url.trim_end_matches('/').to_owned(),
             None => format!("http://{bound}"),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::DatabaseConfig;
-
-    fn config(url: &str, configured: Option<u32>) -> DatabaseConfig {
-        DatabaseConfig {
-            database_url: url.to_owned(),
-            db_max_connections: configured,
-        }
-    }
-
-    #[test]
-    fn the_pool_size_follows_the_backend_unless_configured() {
-        let cores = std::thread::available_parallelism().unwrap().get() as u32;
-        assert_eq!(
-            config("sqlite://data/v.db", None).max_connections(),
-            (2 * cores).max(4)
-        );
-        assert_eq!(config("postgres://u@h/db", None).max_connections(), 16);
-        assert_eq!(config("sqlite://data/v.db", Some(9)).max_connections(), 9);
-        assert_eq!(config("postgres://u@h/db", Some(3)).max_connections(), 3);
     }
 }

@@ -27,7 +27,9 @@ mod subscription;
 use std::sync::Arc;
 
 use async_graphql::http::ALL_WEBSOCKET_PROTOCOLS;
-use async_graphql::{BatchRequest, BatchResponse, Data, EmptyMutation, Schema, ValidationMode};
+use async_graphql::{
+    BatchRequest, BatchResponse, Data, EmptyMutation, Schema, SchemaBuilder, ValidationMode,
+};
 use async_graphql_axum::{GraphQLBatchRequest, GraphQLProtocol, GraphQLWebSocket};
 use axum::Router;
 use axum::extract::State;
@@ -44,7 +46,7 @@ use crate::server::AppState;
 
 pub use error::gql;
 use loaders::Loaders;
-pub use parsed::ParsedQueries;
+use parsed::ParsedQueries;
 use query::QueryRoot;
 use response::{accepts, api_error, request_error, respond};
 pub use scalars::Timestamp;
@@ -72,35 +74,64 @@ pub fn connection_cost(first: Option<i32>, last: Option<i32>, child: usize) -> u
     size.saturating_mul(child).saturating_add(1)
 }
 
-/// The schema requests run on, with the configured limits. It has no
-/// extensions, so every field takes async-graphql's fast path; the full
-/// validation and the cost report happen in the pricing pass before.
-pub fn schema(config: &GraphqlConfig) -> VitrinaSchema {
+/// A schema with the configured limits.
+fn limited(config: &GraphqlConfig) -> SchemaBuilder<QueryRoot, EmptyMutation, SubscriptionRoot> {
     Schema::build(QueryRoot, EmptyMutation, SubscriptionRoot)
         .limit_depth(config.max_depth)
         .limit_complexity(config.max_complexity)
+}
+
+/// The schema requests run on. It has no extensions, so every field takes
+/// async-graphql's fast path; the full validation and the cost report
+/// happen in the pricing pass before (see `pricing.rs`).
+pub fn schema(config: &GraphqlConfig) -> VitrinaSchema {
+    limited(config)
         .validation_mode(ValidationMode::Fast)
         .finish()
 }
 
-/// Both schemas of the service (see `pricing.rs`).
+/// What executes GraphQL requests: the two schemas and the parsed queries
+/// they share.
 pub struct Schemas {
     /// Executes requests, and serves subscriptions.
     pub run: VitrinaSchema,
     /// Validates and prices requests without executing them.
     pricing: VitrinaSchema,
+    parsed: ParsedQueries,
 }
 
 impl Schemas {
     pub fn new(config: &GraphqlConfig) -> Self {
         Schemas {
             run: schema(config),
-            pricing: Schema::build(QueryRoot, EmptyMutation, SubscriptionRoot)
-                .limit_depth(config.max_depth)
-                .limit_complexity(config.max_complexity)
-                .extension(pricing::PriceOnly)
-                .finish(),
+            pricing: limited(config).extension(pricing::PriceOnly).finish(),
+            parsed: ParsedQueries::default(),
         }
+    }
+
+    /// Prices one request, then runs it unless the pricing refused it; both
+    /// passes share one parse of its query.
+    async fn execute(
+        &self,
+        mut request: async_graphql::Request,
+        data: &Arc<RequestData>,
+    ) -> async_graphql::Response {
+        let mut pricing =
+            async_graphql::Request::new(request.query.clone()).variables(request.variables.clone());
+        pricing.operation_name = request.operation_name.clone();
+        if let Some(document) = self.parsed.document(&request.query) {
+            pricing.set_parsed_query((*document).clone());
+            request.set_parsed_query((*document).clone());
+        }
+        let mut priced = self.pricing.execute(pricing).await;
+        if priced.is_err() {
+            // Unparsable, invalid, over a limit or no such operation.
+            return priced;
+        }
+        let cost = priced.extensions.remove("analyzer").unwrap_or_default();
+        let mut response = self.run.execute(request.data(data.clone())).await;
+        response.extensions.insert("analyzer".to_owned(), cost);
+        response
     }
 }
 
@@ -171,31 +202,6 @@ async fn subscribe(
         })
 }
 
-/// Prices one request, then runs it unless the pricing refused it; both
-/// passes share the cached parse of its query.
-async fn run(
-    state: &AppState,
-    mut request: async_graphql::Request,
-    data: &Arc<RequestData>,
-) -> async_graphql::Response {
-    let mut pricing =
-        async_graphql::Request::new(request.query.clone()).variables(request.variables.clone());
-    pricing.operation_name = request.operation_name.clone();
-    if let Some(document) = state.parsed_queries.document(&request.query) {
-        pricing.set_parsed_query((*document).clone());
-        request.set_parsed_query((*document).clone());
-    }
-    let mut priced = state.graphql.pricing.execute(pricing).await;
-    if priced.is_err() {
-        // Unparsable, invalid, over a limit or no such operation.
-        return priced;
-    }
-    let cost = priced.extensions.remove("analyzer").unwrap_or_default();
-    let mut response = state.graphql.run.execute(request.data(data.clone())).await;
-    response.extensions.insert("analyzer".to_owned(), cost);
-    response
-}
-
 /// Browsers get GraphiQL; a query string is executed as a query.
 async fn get_graphql(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
     let query = uri.query().unwrap_or_default();
@@ -244,9 +250,10 @@ async fn execute(state: &AppState, headers: &HeaderMap, batch: BatchRequest) -> 
         loaders: Loaders::new(&state.db),
     });
     let response = match batch {
-        BatchRequest::Single(r) => BatchResponse::Single(run(state, r, &data).await),
+        BatchRequest::Single(r) => BatchResponse::Single(state.graphql.execute(r, &data).await),
         BatchRequest::Batch(rs) => BatchResponse::Batch(
-            futures_util::future::join_all(rs.into_iter().map(|r| run(state, r, &data))).await,
+            futures_util::future::join_all(rs.into_iter().map(|r| state.graphql.execute(r, &data)))
+                .await,
         ),
     };
     let mut http = respond(headers, response);

@@ -10,8 +10,8 @@ use lru::LruCache;
 
 /// Distinct queries kept; the least recently used goes first.
 const CAPACITY: NonZeroUsize = NonZeroUsize::new(256).unwrap();
-/// Longer queries are parsed every time, so the cache stays small (at most
-/// a few MB) whatever clients send.
+/// Longer queries are parsed for each request and not kept, so the cache
+/// stays small (at most a few MB) whatever clients send.
 const MAX_QUERY_LEN: usize = 8 * 1024;
 
 pub struct ParsedQueries(Mutex<LruCache<String, Arc<ExecutableDocument>>>);
@@ -23,12 +23,13 @@ impl Default for ParsedQueries {
 }
 
 impl ParsedQueries {
-    /// The parsed document of `query`, from the cache or freshly parsed;
-    /// `None` for a query too long to keep or one that does not parse (left
-    /// for async-graphql to parse and report as it always does).
+    /// The parsed document of `query`: from the cache, or parsed now (and
+    /// kept unless the query is too long to keep). `None` for a query that
+    /// does not parse, left for async-graphql to parse and report as it
+    /// always does.
     pub fn document(&self, query: &str) -> Option<Arc<ExecutableDocument>> {
         if query.len() > MAX_QUERY_LEN {
-            return None;
+            return parse_query(query).ok().map(Arc::new);
         }
         if let Some(document) = self.lock().get(query) {
             return Some(document.clone());

@@ -7,7 +7,7 @@
 //! this extension parses, validates and prices each request, then stops;
 //! the request itself runs on the schema without extensions.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_graphql::extensions::{
     Extension, ExtensionContext, ExtensionFactory, NextExecute, NextRequest, NextValidation,
@@ -28,12 +28,20 @@ struct PriceOnlyExtension {
     validated: Mutex<Option<ValidationResult>>,
 }
 
+impl PriceOnlyExtension {
+    fn validated(&self) -> MutexGuard<'_, Option<ValidationResult>> {
+        // One request's extension: a poisoned lock still holds a whole value.
+        self.validated
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
 #[async_trait::async_trait]
 impl Extension for PriceOnlyExtension {
     async fn request(&self, ctx: &ExtensionContext<'_>, next: NextRequest<'_>) -> Response {
         let response = next.run(ctx).await;
-        let validated = self.validated.lock().map(|mut v| v.take()).ok().flatten();
-        match validated {
+        match self.validated().take() {
             Some(v) => response.extension(
                 "analyzer",
                 value!({ "complexity": v.complexity, "depth": v.depth }),
@@ -48,9 +56,7 @@ impl Extension for PriceOnlyExtension {
         next: NextValidation<'_>,
     ) -> Result<ValidationResult, Vec<ServerError>> {
         let result = next.run(ctx).await?;
-        if let Ok(mut validated) = self.validated.lock() {
-            *validated = Some(result);
-        }
+        *self.validated() = Some(result);
         Ok(result)
     }
 

@@ -13,7 +13,7 @@ use tokio::net::TcpListener;
 use crate::clock::SharedClock;
 use crate::config::Settings;
 use crate::events::SessionEvents;
-use crate::graphql::{ParsedQueries, Schemas};
+use crate::graphql::Schemas;
 use crate::http::ApiError;
 use crate::limits::RateLimiter;
 
@@ -27,8 +27,6 @@ pub struct AppState {
     pub settings: Settings,
     pub rate_limiter: Arc<RateLimiter>,
     pub graphql: Arc<Schemas>,
-    /// GraphQL documents already parsed, by query text.
-    pub parsed_queries: Arc<ParsedQueries>,
     /// Live session progress for GraphQL subscriptions.
     pub events: SessionEvents,
 }
@@ -45,7 +43,6 @@ impl AppState {
             public_url,
             rate_limiter: Arc::new(RateLimiter::new(settings.limits.rate_per_minute)),
             graphql: Arc::new(Schemas::new(&settings.graphql)),
-            parsed_queries: Arc::default(),
             events: {
                 let events = SessionEvents::default();
                 events.listen(&db);
