@@ -1344,6 +1344,10 @@ async fn assert_refused(app: &TestApp, key: &str, query: &str, variables: Value,
     assert_eq!(errors.len(), 1, "{body}");
     let message = errors[0]["message"].as_str().unwrap();
     assert!(message.contains(words), "{message:?} says {words:?}");
+    assert_eq!(
+        errors[0]["extensions"]["code"], "QUERY_TOO_COMPLEX",
+        "{body}"
+    );
 }
 
 #[tokio::test]
@@ -1659,16 +1663,11 @@ async fn one_query_text_sent_again_is_answered_for_its_own_variables_and_operati
         let app = &app;
         let key = &key;
         async move {
+            let body =
+                json!({ "query": query, "operationName": operation, "variables": variables });
             let body: Value = app
-                .client
-                .post(app.url("/graphql"))
-                .bearer_auth(key)
-                .json(
-                    &json!({ "query": query, "operationName": operation, "variables": variables }),
-                )
-                .send()
+                .post_as(key, "/graphql", &body)
                 .await
-                .unwrap()
                 .json()
                 .await
                 .unwrap();
@@ -1693,13 +1692,8 @@ async fn fields_are_answered_in_the_order_the_query_asks_for_them() {
     let query =
         "{ products(first: 2) { edges { node { name id marketplace brand } } totalCount } }";
     let text = app
-        .client
-        .post(app.url("/graphql"))
-        .bearer_auth(&key)
-        .json(&json!({ "query": query }))
-        .send()
+        .post_as(&key, "/graphql", &json!({ "query": query }))
         .await
-        .unwrap()
         .text()
         .await
         .unwrap();
@@ -1788,6 +1782,18 @@ async fn get_runs_queries_from_the_query_string() {
     assert_eq!(body["data"], json!({ "product": { "externalId": "p" } }));
 }
 
+/// An app with batched requests enabled.
+async fn batching_app() -> TestApp {
+    TestApp::spawn_with_settings(Settings {
+        graphql: GraphqlConfig {
+            batching: true,
+            ..GraphqlConfig::default()
+        },
+        ..Settings::default()
+    })
+    .await
+}
+
 #[tokio::test]
 async fn batching_is_refused_unless_enabled() {
     let batch = json!([
@@ -1809,14 +1815,7 @@ async fn batching_is_refused_unless_enabled() {
     let message = body["errors"][0]["message"].as_str().unwrap();
     assert!(message.contains("Batch"), "{message}");
 
-    let app = TestApp::spawn_with_settings(Settings {
-        graphql: GraphqlConfig {
-            batching: true,
-            ..GraphqlConfig::default()
-        },
-        ..Settings::default()
-    })
-    .await;
+    let app = batching_app().await;
     let key = app.key("acme").await;
     let accepted = app
         .client
@@ -1832,6 +1831,31 @@ async fn batching_is_refused_unless_enabled() {
     assert_eq!(answers.len(), 2);
     assert_eq!(answers[0]["data"], json!({ "brands": [] }));
     assert!(answers[1]["data"]["me"]["id"].is_string());
+}
+
+#[tokio::test]
+async fn each_operation_of_a_batch_is_priced_and_answered_on_its_own() {
+    let app = batching_app().await;
+    let key = app.key("acme").await;
+    let batch = json!([
+        { "query": "{ brands { brand } }" },
+        { "query": "{ brands { nope } }" }
+    ]);
+    let response = app.post_as(&key, "/graphql", &batch).await;
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    let answers = body.as_array().expect("one answer per operation");
+    assert_eq!(answers[0]["data"], json!({ "brands": [] }), "{body}");
+    assert_eq!(
+        answers[0]["extensions"]["analyzer"],
+        json!({ "complexity": 2, "depth": 2 }),
+        "{body}"
+    );
+    assert!(answers[1].get("data").is_none(), "never executed: {body}");
+    assert_eq!(
+        answers[1]["errors"][0]["extensions"]["code"], "GRAPHQL_VALIDATION_FAILED",
+        "{body}"
+    );
 }
 
 #[tokio::test]
