@@ -1,8 +1,9 @@
-//! Loading for the products of one list page (a connection page, or the
-//! merged products of a page of submissions). The first product that asks for
-//! a relation (seller, prices, translations, latest price history...) loads
-//! it for every product of the page in one dataloader call; the others wait
-//! for that call instead of queueing keys of their own.
+//! Loading for the products of one page (a connection page, the merged
+//! products of a page of submissions, or one product on its own). The first
+//! product that asks for a relation (seller, prices, translations, latest
+//! price history...) loads it for every product of the page in one dataloader
+//! call; the others wait for that call instead of queueing keys of their own.
+//! Sellers read by the page's own statement come already loaded.
 //!
 //! Why not the dataloaders alone: they gather keys for a time window (1 ms)
 //! after the first key. A list of more than 32 items is resolved in slices
@@ -42,14 +43,18 @@ pub struct Page {
 }
 
 impl Page {
-    pub fn new(products: &[product::Model]) -> Arc<Page> {
+    /// The page of `products`, with their sellers when already read.
+    pub fn new(
+        products: &[product::Model],
+        sellers: Option<HashMap<Uuid, seller::Model>>,
+    ) -> Arc<Page> {
         let mut seller_ids: Vec<Uuid> = products.iter().map(|p| p.seller_ref).collect();
         seller_ids.sort_unstable();
         seller_ids.dedup();
         Arc::new(Page {
             ids: products.iter().map(|p| p.id).collect(),
             seller_ids,
-            sellers: OnceCell::new(),
+            sellers: OnceCell::new_with(sellers),
             seller_product_counts: OnceCell::new(),
             prices: OnceCell::new(),
             special_prices: OnceCell::new(),
@@ -153,7 +158,7 @@ impl MergedProducts {
             .get_or_try_init(|| async {
                 let found = loaders.products.load_many(self.ids.iter().copied()).await?;
                 let models: Vec<product::Model> = found.values().cloned().collect();
-                Ok::<_, Arc<DbErr>>((found, Page::new(&models)))
+                Ok::<_, Arc<DbErr>>((found, Page::new(&models, None)))
             })
             .await?;
         Ok(found.get(&id).map(|p| (p.clone(), page.clone())))

@@ -1,9 +1,10 @@
 //! Products and what hangs off them.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_graphql::{Context, InputObject, Json, Object, Result};
-use entity::{Marketplace, TrustStatus, UserAuthStatus, product};
+use entity::{Marketplace, TrustStatus, UserAuthStatus, product, seller};
 use uuid::Uuid;
 
 use super::connection::{self, Args, Conn};
@@ -78,17 +79,29 @@ impl PriceTotal {
 pub type ProductConnection = Conn<Product, ProductTotal>;
 pub type PriceConnection = Conn<PriceObservation, PriceTotal>;
 
-/// Products as a connection, newest first.
+/// Products as a connection, newest first. The page statement also reads
+/// the sellers and the total when the query asks for them.
 pub async fn product_connection(
     ctx: &Context<'_>,
     filter: ProductFilter,
     args: &Args,
 ) -> Result<ProductConnection> {
-    let slice = products::connection(&request(ctx).state.db, &filter, &args.window()?).await?;
-    let node = Product::paged(&slice.items);
+    let fields = ctx.look_ahead();
+    let alongside = products::Alongside {
+        sellers: fields.field("nodes").field("seller").exists()
+            || fields.field("edges").field("node").field("seller").exists(),
+        total: fields.field("totalCount").exists(),
+    };
+    let page =
+        products::connection(&request(ctx).state.db, &filter, &args.window()?, alongside).await?;
+    let total = match page.total {
+        Some(n) => ProductTotal::Known(n),
+        None => ProductTotal::Matching(filter),
+    };
+    let node = Product::paged(&page.slice.items, page.sellers);
     Ok(connection::from_slice(
-        slice,
-        ProductTotal::Matching(filter),
+        page.slice,
+        total,
         ProductKey::of,
         node,
     ))
@@ -129,18 +142,17 @@ pub async fn price_connection(
 
 /// A product on one of the marketplaces; a node of a list page loads its
 /// relations together with the other products of its page.
-pub struct Product(pub product::Model, pub Option<Arc<Page>>);
+pub struct Product(pub product::Model, pub Arc<Page>);
 
 impl Product {
-    /// A product on its own, not part of a list page.
-    pub fn single(model: product::Model) -> Self {
-        Product(model, None)
-    }
-
-    /// Makes the nodes of one page of `products`.
-    pub fn paged(products: &[product::Model]) -> impl Fn(product::Model) -> Product + use<> {
-        let page = Page::new(products);
-        move |model| Product(model, Some(page.clone()))
+    /// Makes the nodes of one page of `products`, whose sellers may have
+    /// been read with them.
+    pub fn paged(
+        products: &[product::Model],
+        sellers: Option<HashMap<Uuid, seller::Model>>,
+    ) -> impl Fn(product::Model) -> Product + use<> {
+        let page = Page::new(products, sellers);
+        move |model| Product(model, page.clone())
     }
 }
 
@@ -197,11 +209,10 @@ impl Product {
     }
     /// The full seller record.
     async fn seller(&self, ctx: &Context<'_>) -> Result<Option<Seller>> {
-        let loaders = &request(ctx).loaders;
-        let model = match &self.1 {
-            Some(page) => page.seller(loaders, self.0.seller_ref).await,
-            None => loaders.sellers.load_one(self.0.seller_ref).await,
-        };
+        let model = self
+            .1
+            .seller(&request(ctx).loaders, self.0.seller_ref)
+            .await;
         Ok(model
             .map_err(gql)?
             .map(|m| Seller::of_product(m, self.1.clone())))
@@ -220,11 +231,7 @@ impl Product {
     }
     /// Current price observations, one per country, region and auth status.
     async fn prices(&self, ctx: &Context<'_>) -> Result<Vec<PriceObservation>> {
-        let loaders = &request(ctx).loaders;
-        let rows = match &self.1 {
-            Some(page) => page.prices(loaders, self.0.id).await,
-            None => loaders.prices.load_one(self.0.id).await,
-        };
+        let rows = self.1.prices(&request(ctx).loaders, self.0.id).await;
         Ok(rows
             .map_err(gql)?
             .unwrap_or_default()
@@ -234,11 +241,10 @@ impl Product {
     }
     /// Special (promotional) price ranges per country, region and auth status.
     async fn special_prices(&self, ctx: &Context<'_>) -> Result<Vec<SpecialPrice>> {
-        let loaders = &request(ctx).loaders;
-        let rows = match &self.1 {
-            Some(page) => page.special_prices(loaders, self.0.id).await,
-            None => loaders.special_prices.load_one(self.0.id).await,
-        };
+        let rows = self
+            .1
+            .special_prices(&request(ctx).loaders, self.0.id)
+            .await;
         Ok(rows
             .map_err(gql)?
             .unwrap_or_default()
@@ -260,11 +266,7 @@ impl Product {
     }
     /// Known-language translations.
     async fn translations(&self, ctx: &Context<'_>) -> Result<Vec<Translation>> {
-        let loaders = &request(ctx).loaders;
-        let rows = match &self.1 {
-            Some(page) => page.translations(loaders, self.0.id).await,
-            None => loaders.translations.load_one(self.0.id).await,
-        };
+        let rows = self.1.translations(&request(ctx).loaders, self.0.id).await;
         Ok(rows
             .map_err(gql)?
             .unwrap_or_default()
@@ -294,7 +296,7 @@ impl Product {
         price_connection(
             ctx,
             self.0.id,
-            self.1.as_deref(),
+            Some(&self.1),
             filter,
             &Args {
                 first,

@@ -49,14 +49,12 @@ impl QueryRoot {
 
     /// One product by its internal id; NOT_FOUND when unknown.
     async fn product(&self, ctx: &Context<'_>, id: Uuid) -> Result<Product> {
-        let found = products::by_ids(&request(ctx).state.db, &[id])
+        let seller = ctx.look_ahead().field("seller").exists();
+        let (model, sellers) = products::by_id(&request(ctx).state.db, id, seller)
             .await
-            .map_err(QueryError::from)?;
-        found
-            .into_values()
-            .next()
-            .map(Product::single)
-            .ok_or_else(|| QueryError::NotFound.into())
+            .map_err(QueryError::from)?
+            .ok_or(QueryError::NotFound)?;
+        Ok(Product::paged(std::slice::from_ref(&model), sellers)(model))
     }
 
     /// One product's full price and stock history, newest first; NOT_FOUND when

@@ -1,5 +1,6 @@
 //! Sellers.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_graphql::{Context, Object, Result};
@@ -25,9 +26,8 @@ pub struct Seller {
 enum ProductCount {
     /// Counted by the lookup that found the seller.
     Known(i64),
-    /// Counted when asked for: for every seller of the product page at once
-    /// when the seller is reached from one.
-    OnDemand(Option<Arc<Page>>),
+    /// Counted when asked for, for every seller of the product page at once.
+    OnDemand(Arc<Page>),
 }
 
 impl Seller {
@@ -39,8 +39,8 @@ impl Seller {
         }
     }
 
-    /// The seller of a product, of a list page when `page` is given.
-    pub fn of_product(model: seller::Model, page: Option<Arc<Page>>) -> Self {
+    /// The seller of a product of `page`.
+    pub fn of_product(model: seller::Model, page: Arc<Page>) -> Self {
         Seller {
             model,
             product_count: ProductCount::OnDemand(page),
@@ -95,11 +95,9 @@ impl Seller {
             ProductCount::Known(n) => return Ok(*n),
             ProductCount::OnDemand(page) => page,
         };
-        let loaders = &request(ctx).loaders;
-        let count = match page {
-            Some(page) => page.seller_product_count(loaders, self.model.id).await,
-            None => loaders.seller_product_counts.load_one(self.model.id).await,
-        };
+        let count = page
+            .seller_product_count(&request(ctx).loaders, self.model.id)
+            .await;
         // Sellers without products are absent from the grouped count.
         Ok(count.map_err(gql)?.unwrap_or(0))
     }
@@ -142,7 +140,9 @@ impl Seller {
                     .await
                     .map_err(gql)?
                     .unwrap_or_default();
-                let node = Product::paged(&rows[..rows.len().min(n as usize)]);
+                // Every product here is this seller's: it is known already.
+                let sellers = HashMap::from([(self.model.id, self.model.clone())]);
+                let node = Product::paged(&rows[..rows.len().min(n as usize)], Some(sellers));
                 Ok(connection::from_slice(
                     connection::first_n(rows, n),
                     ProductTotal::Matching(filter),

@@ -169,13 +169,13 @@ impl ScrapeSession {
             .iter()
             .filter_map(|id| found.get(id).cloned())
             .collect();
-        let page = Page::new(&models);
+        let page = Page::new(&models, None);
         let items = slice
             .items
             .iter()
             .filter_map(|s| {
                 let model = sessions::merged_product(s).and_then(|id| found.get(&id).cloned())?;
-                Some((SubmissionKey(s.id), Product(model, Some(page.clone()))))
+                Some((SubmissionKey(s.id), Product(model, page.clone())))
             })
             .collect();
         let slice = Slice {
@@ -261,6 +261,6 @@ impl Submission {
             .product(&request(ctx).loaders, id)
             .await
             .map_err(gql)?;
-        Ok(found.map(|(model, page)| Product(model, Some(page))))
+        Ok(found.map(|(model, page)| Product(model, page)))
     }
 }

@@ -104,49 +104,71 @@ where
     E::Column: ColumnTrait,
     K: Key,
 {
-    let keys = || Expr::tuple(columns.iter().map(|c| Expr::col(*c)));
-    let descending = matches!(natural, Order::Desc);
-    let mut select = select;
-    if let Some(after) = &window.after {
-        let bound = tuple(after.values());
-        select = select.filter(if descending {
-            keys().lt(bound)
+    let rows = window.bound(select, columns, natural).all(db).await?;
+    Ok(window.cut(rows))
+}
+
+impl<K: Key> Window<K> {
+    /// `select` narrowed to this window: rows past the cursors, in the
+    /// window's reading order, one more than the page holds (it tells
+    /// whether more follow). Columns are table-qualified, so the statement
+    /// can join other tables.
+    pub fn bound<E>(&self, select: Select<E>, columns: &[E::Column], natural: Order) -> Select<E>
+    where
+        E: EntityTrait,
+        E::Column: ColumnTrait,
+    {
+        let keys = || Expr::tuple(columns.iter().map(|c| c.into_expr()));
+        let descending = matches!(natural, Order::Desc);
+        let mut select = select;
+        if let Some(after) = &self.after {
+            let bound = tuple(after.values());
+            select = select.filter(if descending {
+                keys().lt(bound)
+            } else {
+                keys().gt(bound)
+            });
+        }
+        if let Some(before) = &self.before {
+            let bound = tuple(before.values());
+            select = select.filter(if descending {
+                keys().gt(bound)
+            } else {
+                keys().lt(bound)
+            });
+        }
+        let order = match (descending, self.last.is_some()) {
+            (true, false) | (false, true) => Order::Desc,
+            _ => Order::Asc,
+        };
+        for column in columns {
+            select = select.order_by(*column, order.clone());
+        }
+        select.limit(self.size() + 1)
+    }
+
+    /// The page out of the rows [`Window::bound`] read, in natural order.
+    pub fn cut<T>(&self, mut rows: Vec<T>) -> Slice<T> {
+        let size = self.size();
+        let more = rows.len() as u64 > size;
+        rows.truncate(size as usize);
+        if self.last.is_some() {
+            rows.reverse();
+            Slice {
+                items: rows,
+                has_previous: more,
+                has_next: self.before.is_some(),
+            }
         } else {
-            keys().gt(bound)
-        });
+            Slice {
+                items: rows,
+                has_previous: self.after.is_some(),
+                has_next: more,
+            }
+        }
     }
-    if let Some(before) = &window.before {
-        let bound = tuple(before.values());
-        select = select.filter(if descending {
-            keys().gt(bound)
-        } else {
-            keys().lt(bound)
-        });
-    }
-    let backward = window.last.is_some();
-    let size = window.last.or(window.first).unwrap_or(DEFAULT_PAGE);
-    let order = match (descending, backward) {
-        (true, false) | (false, true) => Order::Desc,
-        _ => Order::Asc,
-    };
-    for column in columns {
-        select = select.order_by(*column, order.clone());
-    }
-    let mut rows = select.limit(size + 1).all(db).await?;
-    let more = rows.len() as u64 > size;
-    rows.truncate(size as usize);
-    if backward {
-        rows.reverse();
-        Ok(Slice {
-            items: rows,
-            has_previous: more,
-            has_next: window.before.is_some(),
-        })
-    } else {
-        Ok(Slice {
-            items: rows,
-            has_previous: window.after.is_some(),
-            has_next: more,
-        })
+
+    fn size(&self) -> u64 {
+        self.last.or(self.first).unwrap_or(DEFAULT_PAGE)
     }
 }

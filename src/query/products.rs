@@ -8,14 +8,14 @@ use entity::{
     Marketplace, TrustStatus, current_price, product, product_category, product_translation,
     seller, special_price,
 };
-use sea_orm::sea_query::{Query, SelectStatement};
+use sea_orm::sea_query::{Asterisk, Expr, Query, SelectStatement};
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
-    QuerySelect, QueryTrait, Select,
+    ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, ExprTrait, FromQueryResult,
+    QueryFilter, QueryOrder, QueryResult, QuerySelect, QueryTrait, Select,
 };
 use uuid::Uuid;
 
-use super::keyset::{self, Key, Slice, Window};
+use super::keyset::{Key, Slice, Window};
 use super::{MAX_CONTAINS_LEN, Page, QueryError, contains_pattern};
 use crate::text;
 
@@ -121,6 +121,15 @@ impl ProductFilter {
         newest_first(product::Entity::find().filter(self.condition()))
     }
 
+    /// `SELECT COUNT(*) AS total` of the matching products.
+    fn counting(&self) -> SelectStatement {
+        Query::select()
+            .expr_as(Expr::col(Asterisk).count(), TOTAL)
+            .from(product::Entity)
+            .cond_where(self.condition())
+            .to_owned()
+    }
+
     /// The ids of `limit` matching products after the first `skip`, in the
     /// order of [`ProductFilter::select`].
     fn page_ids(&self, skip: u64, limit: u64) -> SelectStatement {
@@ -156,28 +165,126 @@ impl ProductKey {
     }
 }
 
-/// A keyset page of matching products (GraphQL connections).
+/// What a page statement reads besides the products themselves.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Alongside {
+    /// Each product's seller, joined.
+    pub sellers: bool,
+    /// How many products match across all pages, as a subquery.
+    pub total: bool,
+}
+
+/// A keyset page of products (GraphQL connections) with what was asked
+/// for alongside it.
+#[derive(Debug)]
+pub struct ProductPage {
+    pub slice: Slice<product::Model>,
+    /// The page's sellers by id, when read alongside.
+    pub sellers: Option<HashMap<Uuid, seller::Model>>,
+    /// Products matching the filter, when read alongside.
+    pub total: Option<u64>,
+}
+
+/// A keyset page of matching products (GraphQL connections), in one
+/// statement with whatever `alongside` asks for.
 pub async fn connection(
     db: &impl ConnectionTrait,
     filter: &ProductFilter,
     window: &Window<ProductKey>,
-) -> Result<Slice<product::Model>, QueryError> {
+    alongside: Alongside,
+) -> Result<ProductPage, QueryError> {
     filter.validate()?;
     let select = product::Entity::find().filter(filter.condition());
     let columns = [product::Column::FirstSeenAt, product::Column::Id];
-    Ok(keyset::fetch(db, select, &columns, sea_orm::Order::Desc, window).await?)
+    let select = window.bound(select, &columns, sea_orm::Order::Desc);
+    let counted = alongside.total.then(|| filter.counting());
+    let rows = read(db, select, alongside.sellers, counted).await?;
+    let total = match (alongside.total, rows.total) {
+        (true, None) => Some(count(db, filter).await?),
+        (_, total) => total,
+    };
+    Ok(ProductPage {
+        slice: window.cut(rows.products),
+        sellers: alongside.sellers.then_some(rows.sellers),
+        total,
+    })
+}
+
+/// One product by internal id, with its sellers by id when `sellers`
+/// (joined: one statement).
+pub async fn by_id(
+    db: &impl ConnectionTrait,
+    id: Uuid,
+    sellers: bool,
+) -> Result<Option<(product::Model, Option<HashMap<Uuid, seller::Model>>)>, DbErr> {
+    let mut rows = read(db, product::Entity::find_by_id(id), sellers, None).await?;
+    Ok(rows
+        .products
+        .pop()
+        .map(|product| (product, sellers.then_some(rows.sellers))))
 }
 
 /// How many products match (GraphQL `totalCount`; REST has no total here).
 pub async fn count(db: &impl ConnectionTrait, filter: &ProductFilter) -> Result<u64, QueryError> {
-    use sea_orm::PaginatorTrait;
     filter.validate()?;
-    Ok(product::Entity::find()
-        .filter(filter.condition())
-        .count(db)
-        .await?)
+    let row = db.query_one(&filter.counting()).await?;
+    Ok(row.map(|r| total_of(&r)).transpose()?.unwrap_or(0))
 }
 
+/// The column that carries a count.
+const TOTAL: &str = "total";
+
+fn total_of(row: &QueryResult) -> Result<u64, DbErr> {
+    Ok(u64::try_from(row.try_get::<i64>("", TOTAL)?).unwrap_or(0))
+}
+
+/// The rows of one page statement.
+struct Rows {
+    products: Vec<product::Model>,
+    /// Empty unless sellers were joined.
+    sellers: HashMap<Uuid, seller::Model>,
+    /// `None` unless counted, or when no row came back to carry the count.
+    total: Option<u64>,
+}
+
+/// Runs `select`, with each product's seller joined when `sellers` and the
+/// scalar subquery `counted` as an extra column: one statement, however
+/// much is read alongside.
+async fn read(
+    db: &impl ConnectionTrait,
+    select: Select<product::Entity>,
+    sellers: bool,
+    counted: Option<SelectStatement>,
+) -> Result<Rows, DbErr> {
+    let (mut statement, prefix) = if sellers {
+        (select.find_also_related(seller::Entity).into_query(), "A_")
+    } else {
+        (select.into_query(), "")
+    };
+    let counted = match counted {
+        Some(subquery) => {
+            statement.expr_as(Expr::from(subquery), TOTAL);
+            true
+        }
+        None => false,
+    };
+    let mut rows = Rows {
+        products: Vec::new(),
+        sellers: HashMap::new(),
+        total: None,
+    };
+    for row in db.query_all(&statement).await? {
+        if counted && rows.total.is_none() {
+            rows.total = Some(total_of(&row)?);
+        }
+        if sellers && let Some(seller) = seller::Model::from_query_result_optional(&row, "B_")? {
+            rows.sellers.insert(seller.id, seller);
+        }
+        rows.products
+            .push(product::Model::from_query_result(&row, prefix)?);
+    }
+    Ok(rows)
+}
 /// Products by id, keyed by id (dataloaders).
 pub async fn by_ids(
     db: &impl ConnectionTrait,
@@ -219,19 +326,19 @@ pub async fn list(
                 .filter(product::Column::Id.in_subquery(filter.page_ids(skip, page.page_size + 1))),
         ),
     };
-    let mut rows = select.limit(page.page_size + 1).all(db).await?;
-    let has_more = rows.len() as u64 > page.page_size;
-    rows.truncate(page.page_size as usize);
+    let mut rows = read(db, select.limit(page.page_size + 1), true, None).await?;
+    let has_more = rows.products.len() as u64 > page.page_size;
+    rows.products.truncate(page.page_size as usize);
     Ok((load_views(db, rows).await?, has_more))
 }
 
 /// One product by internal id.
 pub async fn get(db: &impl ConnectionTrait, id: Uuid) -> Result<ProductView, QueryError> {
-    let product = product::Entity::find_by_id(id)
-        .one(db)
+    let rows = read(db, product::Entity::find_by_id(id), true, None).await?;
+    load_views(db, rows)
         .await?
-        .ok_or(QueryError::NotFound)?;
-    Ok(load_views(db, vec![product]).await?.remove(0))
+        .pop()
+        .ok_or(QueryError::NotFound)
 }
 
 /// Products by id, in the order of `ids` (unknown ids are skipped).
@@ -239,33 +346,33 @@ pub async fn get_many(db: &impl ConnectionTrait, ids: &[Uuid]) -> Result<Vec<Pro
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let mut found = by_ids(db, ids).await?;
-    let ordered = ids.iter().filter_map(|id| found.remove(id)).collect();
-    load_views(db, ordered).await
+    let select = product::Entity::find().filter(product::Column::Id.is_in(ids.iter().copied()));
+    let mut rows = read(db, select, true, None).await?;
+    let mut found: HashMap<Uuid, product::Model> =
+        rows.products.drain(..).map(|p| (p.id, p)).collect();
+    rows.products = ids.iter().filter_map(|id| found.remove(id)).collect();
+    load_views(db, rows).await
 }
 
-/// Attaches sellers, prices, special prices and translations: four
-/// statements whatever the number of products, sent concurrently (on a pool
-/// they run on four connections at once; in a transaction, one by one).
-pub async fn load_views(
-    db: &impl ConnectionTrait,
-    products: Vec<product::Model>,
-) -> Result<Vec<ProductView>, DbErr> {
-    if products.is_empty() {
+/// Attaches prices, special prices and translations to products read with
+/// their sellers: three statements whatever the number of products, sent
+/// concurrently (on a pool they run on three connections at once; in a
+/// transaction, one by one).
+async fn load_views(db: &impl ConnectionTrait, rows: Rows) -> Result<Vec<ProductView>, DbErr> {
+    if rows.products.is_empty() {
         return Ok(Vec::new());
     }
-    let ids: Vec<Uuid> = products.iter().map(|p| p.id).collect();
-    let seller_ids: Vec<Uuid> = products.iter().map(|p| p.seller_ref).collect();
-    let (sellers, mut prices, mut special, mut translations) = tokio::try_join!(
-        sellers_by_id(db, &seller_ids),
+    let ids: Vec<Uuid> = rows.products.iter().map(|p| p.id).collect();
+    let (mut prices, mut special, mut translations) = tokio::try_join!(
         current_prices(db, &ids),
         special_prices(db, &ids),
         translations(db, &ids),
     )?;
-    Ok(products
+    Ok(rows
+        .products
         .into_iter()
         .map(|product| ProductView {
-            seller: sellers.get(&product.seller_ref).cloned(),
+            seller: rows.sellers.get(&product.seller_ref).cloned(),
             prices: prices.remove(&product.id).unwrap_or_default(),
             special_prices: special.remove(&product.id).unwrap_or_default(),
             translations: translations.remove(&product.id).unwrap_or_default(),

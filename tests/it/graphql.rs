@@ -1231,9 +1231,69 @@ async fn dashboard_query_runs_the_same_few_statements_for_10_and_100_products() 
         assert_eq!(nodes(&node["priceHistory"]).len(), 5);
     }
     assert_eq!(ten, hundred, "statements must not grow with the page");
-    assert!(
-        hundred <= 10,
-        "a handful of statements, not one per product: {hundred}"
+    // The key; the page with its sellers and total; then one per relation
+    // left: the sellers' product counts, translations, prices, history.
+    assert_eq!(hundred, 6, "one statement per relation, none per product");
+}
+
+#[tokio::test]
+async fn every_product_page_counts_the_whole_list_and_shows_each_products_own_seller() {
+    let app = TestApp::spawn().await;
+    let key = app.key("acme").await;
+    rich_catalog(&app, 7).await;
+    let page = "query($after: String, $brand: String) {
+      products(filter: { brand: $brand }, first: 3, after: $after) {
+        totalCount pageInfo { hasNextPage endCursor } nodes { id seller { name } }
+      }
+    }";
+    let single = "query($id: UUID!) { product(id: $id) { seller { name } } }";
+    let (mut after, mut seen) = (Value::Null, 0);
+    loop {
+        let d = data(
+            &app,
+            &key,
+            page,
+            json!({ "after": after, "brand": "Samsung" }),
+        )
+        .await;
+        let products = &d["products"];
+        assert_eq!(
+            products["totalCount"], 7,
+            "every page counts the whole list"
+        );
+        for node in products["nodes"].as_array().unwrap() {
+            let alone = data(&app, &key, single, json!({ "id": node["id"] })).await;
+            assert_eq!(node["seller"], alone["product"]["seller"], "{node}");
+            seen += 1;
+        }
+        after = products["pageInfo"]["endCursor"].clone();
+        if products["pageInfo"]["hasNextPage"] != true {
+            break;
+        }
+    }
+    assert_eq!(seen, 7);
+
+    // Past the last row and on an empty list, nothing carries the count.
+    let past = data(
+        &app,
+        &key,
+        page,
+        json!({ "after": after, "brand": "Samsung" }),
+    )
+    .await;
+    assert_eq!(past["products"]["nodes"], json!([]));
+    assert_eq!(past["products"]["totalCount"], 7);
+    let none = data(&app, &key, page, json!({ "brand": "Nokia" })).await;
+    assert_eq!(none["products"]["totalCount"], 0);
+    // Without sellers asked for, the page reads products alone.
+    let bare = "{ products(filter: { brand: \"Samsung\" }, last: 2) { totalCount edges { node { id } } } }";
+    let d = data(&app, &key, bare, json!({})).await;
+    assert_eq!(
+        (
+            d["products"]["totalCount"].clone(),
+            nodes(&d["products"]).len()
+        ),
+        (json!(7), 2)
     );
 }
 
