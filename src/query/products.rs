@@ -11,7 +11,7 @@ use entity::{
 use sea_orm::sea_query::{Asterisk, Expr, Query, SelectStatement};
 use sea_orm::{
     ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, ExprTrait, FromQueryResult,
-    QueryFilter, QueryOrder, QueryResult, QuerySelect, QueryTrait, Select,
+    IdenStatic, Iterable, QueryFilter, QueryOrder, QueryResult, QuerySelect, QueryTrait, Select,
 };
 use uuid::Uuid;
 
@@ -233,6 +233,8 @@ pub async fn count(db: &impl ConnectionTrait, filter: &ProductFilter) -> Result<
 
 /// The column that carries a count.
 const TOTAL: &str = "total";
+/// The prefix of a joined seller's columns (the products' own keep their names).
+const SELLER: &str = "seller_";
 
 fn total_of(row: &QueryResult) -> Result<u64, DbErr> {
     Ok(u64::try_from(row.try_get::<i64>("", TOTAL)?).unwrap_or(0))
@@ -256,10 +258,14 @@ async fn read(
     sellers: bool,
     counted: Option<SelectStatement>,
 ) -> Result<Rows, DbErr> {
-    let (mut statement, prefix) = if sellers {
-        (select.find_also_related(seller::Entity).into_query(), "A_")
+    let mut statement = if sellers {
+        let mut joined = select.left_join(seller::Entity);
+        for column in seller::Column::iter() {
+            joined = joined.column_as(column, format!("{SELLER}{}", column.as_str()));
+        }
+        joined.into_query()
     } else {
-        (select.into_query(), "")
+        select.into_query()
     };
     let counted = match counted {
         Some(subquery) => {
@@ -277,11 +283,15 @@ async fn read(
         if counted && rows.total.is_none() {
             rows.total = Some(total_of(&row)?);
         }
-        if sellers && let Some(seller) = seller::Model::from_query_result_optional(&row, "B_")? {
+        let product = product::Model::from_query_result(&row, "")?;
+        // Decoded once per seller: pages often repeat one.
+        if sellers
+            && !rows.sellers.contains_key(&product.seller_ref)
+            && let Some(seller) = seller::Model::from_query_result_optional(&row, SELLER)?
+        {
             rows.sellers.insert(seller.id, seller);
         }
-        rows.products
-            .push(product::Model::from_query_result(&row, prefix)?);
+        rows.products.push(product);
     }
     Ok(rows)
 }
