@@ -49,11 +49,19 @@ pub enum Relation {
         to = "super::seller::Column::Id"
     )]
     Seller,
+    #[sea_orm(has_many = "super::product_category::Entity")]
+    Categories,
 }
 
 impl Related<super::seller::Entity> for Entity {
     fn to() -> RelationDef {
         Relation::Seller.def()
+    }
+}
+
+impl Related<super::product_category::Entity> for Entity {
+    fn to() -> RelationDef {
+        Relation::Categories.def()
     }
 }
 

@@ -5,6 +5,7 @@ pub use sea_orm_migration::prelude::*;
 
 mod m20261122_000001_initial;
 mod m20261122_000002_products_newest_desc;
+mod m20261123_000003_category_newest;
 
 pub struct Migrator;
 
@@ -14,6 +15,7 @@ impl MigratorTrait for Migrator {
         vec![
             Box::new(m20261122_000001_initial::Migration),
             Box::new(m20261122_000002_products_newest_desc::Migration),
+            Box::new(m20261123_000003_category_newest::Migration),
         ]
     }
 }

@@ -6,7 +6,7 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use sea_orm::sea_query::{Expr, SimpleExpr};
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, ExprTrait, FromQueryResult, Order,
+    ConnectionTrait, DbErr, EntityTrait, ExprTrait, FromQueryResult, IntoSimpleExpr, Order,
     QueryFilter, QueryOrder, QuerySelect, Select, Value,
 };
 use serde::{Serialize, de::DeserializeOwned};
@@ -89,20 +89,20 @@ fn tuple(values: Vec<Value>) -> SimpleExpr {
     Expr::tuple(values.into_iter().map(Expr::val))
 }
 
-/// Fetches the window of `select`, whose natural order is `columns` all in
-/// direction `natural`. Rows come back in natural order.
-pub async fn fetch<E, K>(
+/// Fetches the window of `select`, whose natural order is `columns` (table
+/// columns, or any expressions) all in direction `natural`. Rows come back in natural order.
+pub async fn fetch<E, K, C>(
     db: &impl ConnectionTrait,
     select: Select<E>,
-    columns: &[E::Column],
+    columns: &[C],
     natural: Order,
     window: &Window<K>,
 ) -> Result<Slice<E::Model>, DbErr>
 where
     E: EntityTrait,
     E::Model: FromQueryResult + Send + Sync,
-    E::Column: ColumnTrait,
     K: Key,
+    C: IntoSimpleExpr + Clone,
 {
     let rows = window.bound(select, columns, natural).all(db).await?;
     Ok(window.cut(rows))
@@ -113,12 +113,12 @@ impl<K: Key> Window<K> {
     /// window's reading order, one more than the page holds (it tells
     /// whether more follow). Columns are table-qualified, so the statement
     /// can join other tables.
-    pub fn bound<E>(&self, select: Select<E>, columns: &[E::Column], natural: Order) -> Select<E>
+    pub fn bound<E, C>(&self, select: Select<E>, columns: &[C], natural: Order) -> Select<E>
     where
         E: EntityTrait,
-        E::Column: ColumnTrait,
+        C: IntoSimpleExpr + Clone,
     {
-        let keys = || Expr::tuple(columns.iter().map(|c| c.into_expr()));
+        let keys = || Expr::tuple(columns.iter().map(|c| c.clone().into_simple_expr()));
         let descending = matches!(natural, Order::Desc);
         let mut select = select;
         if let Some(after) = &self.after {
@@ -142,7 +142,7 @@ impl<K: Key> Window<K> {
             _ => Order::Asc,
         };
         for column in columns {
-            select = select.order_by(*column, order.clone());
+            select = select.order_by(column.clone(), order.clone());
         }
         select.limit(self.size() + 1)
     }

@@ -66,7 +66,8 @@ impl ProductFilter {
         Ok(())
     }
 
-    /// The WHERE condition; every branch is backed by an index.
+    /// The WHERE condition on products (the category is a join, see
+    /// [`ProductFilter::matching`]); every branch is backed by an index.
     fn condition(&self) -> Condition {
         let mut cond = Condition::all();
         if let Some(m) = self.marketplace {
@@ -96,14 +97,6 @@ impl ProductFilter {
         if let Some(url) = given(&self.url) {
             cond = cond.add(product::Column::Url.eq(text::normalize_url(url)));
         }
-        if let Some(category) = given(&self.category) {
-            let products = Query::select()
-                .column(product_category::Column::ProductId)
-                .from(product_category::Entity)
-                .and_where(product_category::Column::CategoryKey.eq(text::fold(category)))
-                .to_owned();
-            cond = cond.add(product::Column::Id.in_subquery(products));
-        }
         if let Some(brand) = given(&self.brand) {
             cond = cond.add(product::Column::BrandKey.eq(text::fold(brand)));
         }
@@ -116,18 +109,48 @@ impl ProductFilter {
         cond
     }
 
+    /// Matching products, unordered. A category joins its index rows.
+    fn matching(&self) -> Select<product::Entity> {
+        let select = product::Entity::find().filter(self.condition());
+        match given(&self.category) {
+            Some(category) => select
+                .inner_join(product_category::Entity)
+                .filter(product_category::Column::CategoryKey.eq(text::fold(category))),
+            None => select,
+        }
+    }
+
+    /// The columns of "newest first" (`first_seen_at`, then id): a
+    /// category's index rows carry both, so with a category the index
+    /// yields the order and a page stops after its own rows.
+    fn newest_columns(&self) -> [Expr; 2] {
+        match given(&self.category) {
+            Some(_) => [
+                product_category::Column::FirstSeenAt.into_expr(),
+                product_category::Column::ProductId.into_expr(),
+            ],
+            None => [
+                product::Column::FirstSeenAt.into_expr(),
+                product::Column::Id.into_expr(),
+            ],
+        }
+    }
+
     /// Matching products, newest first (`first_seen_at` desc, ties by id desc).
     pub fn select(&self) -> Select<product::Entity> {
-        newest_first(product::Entity::find().filter(self.condition()))
+        let mut select = self.matching();
+        for column in self.newest_columns() {
+            select = select.order_by_desc(column);
+        }
+        select
     }
 
     /// `SELECT COUNT(*) AS total` of the matching products.
     fn counting(&self) -> SelectStatement {
-        Query::select()
+        self.matching()
+            .select_only()
             .expr_as(Expr::col(Asterisk).count(), TOTAL)
-            .from(product::Entity)
-            .cond_where(self.condition())
-            .to_owned()
+            .into_query()
     }
 
     /// The ids of `limit` matching products after the first `skip`, in the
@@ -194,9 +217,11 @@ pub async fn connection(
     alongside: Alongside,
 ) -> Result<ProductPage, QueryError> {
     filter.validate()?;
-    let select = product::Entity::find().filter(filter.condition());
-    let columns = [product::Column::FirstSeenAt, product::Column::Id];
-    let select = window.bound(select, &columns, sea_orm::Order::Desc);
+    let select = window.bound(
+        filter.matching(),
+        &filter.newest_columns(),
+        sea_orm::Order::Desc,
+    );
     let counted = alongside.total.then(|| filter.counting());
     let rows = read(db, select, alongside.sellers, counted).await?;
     let total = match (alongside.total, rows.total) {

@@ -346,6 +346,7 @@ impl Catalog {
                     .map(|category_key| product_category::ActiveModel {
                         product_id: Set(id),
                         category_key: Set(category_key),
+                        first_seen_at: Set(model.first_seen_at),
                     }),
             );
 

@@ -129,6 +129,7 @@ pub async fn insert_product(
         product_category::ActiveModel {
             product_id: Set(id),
             category_key: Set(key),
+            first_seen_at: Set(spec.first_seen_at),
         }
         .insert(db)
         .await

@@ -3,8 +3,8 @@
 use std::collections::{BTreeSet, HashMap};
 
 use entity::{
-    Marketplace, SubmissionStatus, TrustStatus, price_observation, product, product_translation,
-    seller, submission,
+    Marketplace, SubmissionStatus, TrustStatus, price_observation, product, product_category,
+    product_translation, seller, submission,
 };
 use migration::{Migrator, MigratorTrait};
 use sea_orm::{DatabaseConnection, EntityTrait, PaginatorTrait, QueryOrder};
@@ -40,6 +40,34 @@ async fn migrations_roll_back_and_apply_again() {
     );
     vitrina::db::migrate(&db).await.expect("up again");
     assert_eq!(product::Entity::find().count(&db).await.unwrap(), 0);
+}
+
+#[tokio::test]
+async fn category_rows_of_existing_products_get_their_first_sighting_when_migrated() {
+    let test_db = TestDb::new().await;
+    let db = test_db.connect().await;
+    let options = SeedOptions {
+        demo: false,
+        products: 30,
+        seed: 3,
+    };
+    seed::seed(&db, &options).await.expect("seed");
+    // Back to the schema before the column, data kept, then forward again.
+    Migrator::down(&db, Some(1)).await.expect("down one");
+    vitrina::db::migrate(&db).await.expect("up");
+
+    let products: HashMap<_, _> = product::Entity::find()
+        .all(&db)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| (p.id, p.first_seen_at))
+        .collect();
+    let rows = product_category::Entity::find().all(&db).await.unwrap();
+    assert!(rows.len() >= products.len(), "every product has categories");
+    for row in rows {
+        assert_eq!(Some(&row.first_seen_at), products.get(&row.product_id));
+    }
 }
 
 #[tokio::test]

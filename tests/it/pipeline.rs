@@ -191,6 +191,40 @@ async fn the_extension_document_describes_the_upload_and_the_item_format() {
 }
 
 #[tokio::test]
+async fn a_category_lists_merged_products_newest_first_and_its_rows_keep_their_first_sighting() {
+    let app = TestApp::spawn().await;
+    let key = app.key("acme").await;
+    for external_id in ["1", "2"] {
+        send(&app, &key, vec![item(external_id)]).await;
+        merge_all(&app).await;
+        app.clock.advance(TimeDelta::minutes(5));
+    }
+    // Seen again later, in another language: reindexed, first sighting kept.
+    let en = with(item("1"), &["language"], json!("en"));
+    send(&app, &key, vec![with(en, &["name"], json!("Kettle 1"))]).await;
+    merge_all(&app).await;
+
+    let listed = app.json_as(&key, "/v1/products?category=ЧАЙНИКИ").await;
+    let external: Vec<&str> = listed["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["external_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(external, ["2", "1"], "newest first");
+    let products = product::Entity::find().all(&app.db).await.unwrap();
+    let rows = entity::product_category::Entity::find()
+        .all(&app.db)
+        .await
+        .unwrap();
+    assert!(!rows.is_empty());
+    for row in rows {
+        let product = products.iter().find(|p| p.id == row.product_id).unwrap();
+        assert_eq!(row.first_seen_at, product.first_seen_at, "{row:?}");
+    }
+}
+
+#[tokio::test]
 async fn an_idempotency_key_makes_a_retried_upload_return_the_first_session() {
     let app = TestApp::spawn().await;
     let key = app.key("acme").await;

@@ -342,6 +342,7 @@ async fn reindex(db: &impl ConnectionTrait, product: &mut product::Model) -> Res
         .map(|key| product_category::ActiveModel {
             product_id: Set(product.id),
             category_key: Set(key),
+            first_seen_at: Set(product.first_seen_at),
         })
         .collect();
     crate::db::insert_batched(db, rows).await
