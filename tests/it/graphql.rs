@@ -1298,6 +1298,44 @@ async fn every_product_page_counts_the_whole_list_and_shows_each_products_own_se
 }
 
 #[tokio::test]
+async fn batched_first_n_lists_match_the_head_of_the_full_list() {
+    let app = TestApp::spawn().await;
+    let key = app.key("acme").await;
+    let ids = rich_catalog(&app, 7).await;
+    // Ties on the time: the id decides among them.
+    for price in [501.0, 502.0, 503.0] {
+        insert_observation(&app.db, ids[0], observation(price, test_start())).await;
+    }
+    let query = r#"{
+      products(first: 10) { edges { node { id short: priceHistory(first: 4) { edges { node { price recordedAt } } } } } }
+      sellers(lookup: { marketplace: OZON, sellerId: "2" }) { products(first: 1) { edges { node { id } } } }
+    }"#;
+    let d = data(&app, &key, query, json!({})).await;
+    for node in nodes(&d["products"]) {
+        let full = data(
+            &app,
+            &key,
+            "query($id: UUID!) { priceHistory(productId: $id, first: 100) { edges { node { price recordedAt } } } }",
+            json!({ "id": node["id"] }),
+        )
+        .await;
+        let head: Vec<Value> = nodes(&full["priceHistory"]).into_iter().take(4).collect();
+        assert_eq!(nodes(&node["short"]), head, "{}", node["id"]);
+    }
+    let newest = data(
+        &app,
+        &key,
+        "{ products(filter: { marketplace: OZON, sellerId: \"2\" }, first: 1) { edges { node { id } } } }",
+        json!({}),
+    )
+    .await;
+    assert_eq!(
+        nodes(&d["sellers"][0]["products"]),
+        nodes(&newest["products"])
+    );
+}
+
+#[tokio::test]
 async fn a_products_seller_counts_its_products_as_the_seller_lookup_does() {
     let app = TestApp::spawn().await;
     let key = app.key("acme").await;
