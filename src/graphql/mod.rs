@@ -13,6 +13,7 @@ mod connection;
 mod error;
 mod graphiql;
 mod loaders;
+mod order;
 mod page;
 mod parsed;
 mod pricing;
@@ -119,9 +120,10 @@ impl Schemas {
         let mut pricing =
             async_graphql::Request::new(request.query.clone()).variables(request.variables.clone());
         pricing.operation_name = request.operation_name.clone();
-        if let Some(document) = self.parsed.document(&request.query) {
-            pricing.set_parsed_query((*document).clone());
-            request.set_parsed_query((*document).clone());
+        let document = self.parsed.document(&request.query);
+        if let Some(document) = &document {
+            pricing.set_parsed_query((**document).clone());
+            request.set_parsed_query((**document).clone());
         }
         let mut priced = self.pricing.execute(pricing).await;
         if priced.is_err() {
@@ -129,7 +131,11 @@ impl Schemas {
             return priced;
         }
         let cost = priced.extensions.remove("analyzer").unwrap_or_default();
+        let operation = request.operation_name.clone();
         let mut response = self.run.execute(request.data(data.clone())).await;
+        if let Some(document) = &document {
+            order::restore(document, operation.as_deref(), &mut response.data);
+        }
         response.extensions.insert("analyzer".to_owned(), cost);
         response
     }

@@ -1805,6 +1805,33 @@ async fn fields_are_answered_in_the_order_the_query_asks_for_them() {
         text.find(r#""edges""#) < text.find(r#""totalCount""#),
         "{text}"
     );
+
+    // Fields that wait for the database ahead of ones that do not: at the
+    // root, and inside a node behind a fragment.
+    let waiting = "fragment F on Product { translations { language } id }
+        { a: products(first: 1) { nodes { ...F } } b: __typename }";
+    let text = app
+        .post_as(&key, "/graphql", &json!({ "query": waiting }))
+        .await
+        .text()
+        .await
+        .unwrap();
+    let at = |field: &str| text.find(&format!(r#""{field}":"#)).expect(field);
+    assert!(at("a") < at("b"), "{text}");
+    assert!(at("translations") < at("id"), "{text}");
+
+    // The same for the named operation of a document that holds two.
+    let named = json!({
+        "query": "query One { __typename } query Two { a: products(first: 1) { totalCount } b: __typename }",
+        "operationName": "Two",
+    });
+    let text = app
+        .post_as(&key, "/graphql", &named)
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(text.find(r#""a":"#) < text.find(r#""b":"#), "{text}");
 }
 
 #[tokio::test]
