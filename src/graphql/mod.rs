@@ -82,30 +82,33 @@ fn limited(config: &GraphqlConfig) -> SchemaBuilder<QueryRoot, EmptyMutation, Su
         .limit_complexity(config.max_complexity)
 }
 
-/// The schema requests run on. It has no extensions, so every field takes
-/// async-graphql's fast path; the full validation and the cost report
-/// happen in the pricing pass before (see `pricing.rs`).
+/// The schema with the configured limits and full validation.
 pub fn schema(config: &GraphqlConfig) -> VitrinaSchema {
-    limited(config)
-        .validation_mode(ValidationMode::Fast)
-        .finish()
+    limited(config).finish()
 }
 
-/// What executes GraphQL requests: the two schemas and the parsed queries
-/// they share.
+/// What executes GraphQL requests: the schemas and the parsed queries they
+/// share.
 pub struct Schemas {
-    /// Executes requests, and serves subscriptions.
-    pub run: VitrinaSchema,
-    /// Validates and prices requests without executing them.
+    /// Executes requests the pricing pass has validated in full. It has no
+    /// extensions, so every field takes async-graphql's fast path, and
+    /// validates again only as far as its limits need.
+    run: VitrinaSchema,
+    /// Validates and prices requests without executing them (`pricing.rs`).
     pricing: VitrinaSchema,
+    /// Serves subscriptions, which have no pricing pass: validated in full.
+    pub subscriptions: VitrinaSchema,
     parsed: ParsedQueries,
 }
 
 impl Schemas {
     pub fn new(config: &GraphqlConfig) -> Self {
         Schemas {
-            run: schema(config),
+            run: limited(config)
+                .validation_mode(ValidationMode::Fast)
+                .finish(),
             pricing: limited(config).extension(pricing::PriceOnly).finish(),
+            subscriptions: schema(config),
             parsed: ParsedQueries::default(),
         }
     }
@@ -178,7 +181,7 @@ async fn subscribe(
     protocol: GraphQLProtocol,
     upgrade: WebSocketUpgrade,
 ) -> Response {
-    let schema = state.graphql.run.clone();
+    let schema = state.graphql.subscriptions.clone();
     upgrade
         .protocols(ALL_WEBSOCKET_PROTOCOLS)
         .on_upgrade(move |socket| {

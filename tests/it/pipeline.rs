@@ -910,6 +910,28 @@ mod live {
     }
 
     #[tokio::test]
+    async fn a_subscription_is_validated_in_full_like_any_request() {
+        let app = TestApp::spawn().await;
+        let key = app.key("acme").await;
+        let session = send(&app, &key, vec![item("1")]).await;
+        let mut socket = connect(&app, &key).await;
+        assert_eq!(next(&mut socket).await.unwrap()["type"], "connection_ack");
+        // An unused variable breaks a rule only full validation checks.
+        let query = format!(
+            "subscription($unused: Int) {{ scrapeSessionUpdated(id: \"{session}\") {{ status }} }}"
+        );
+        let subscribe = json!({ "id": "1", "type": "subscribe", "payload": { "query": query } });
+        socket
+            .send(Message::text(subscribe.to_string()))
+            .await
+            .unwrap();
+        let reply = next(&mut socket).await.expect("a reply");
+        let message = reply["payload"]["errors"][0]["message"].as_str();
+        assert!(message.is_some_and(|m| m.contains("$unused")), "{reply}");
+        assert!(reply["payload"]["data"].is_null(), "{reply}");
+    }
+
+    #[tokio::test]
     async fn another_accounts_session_cannot_be_watched() {
         let app = TestApp::spawn().await;
         let (owner, stranger) = (app.key("owner").await, app.key("stranger").await);
