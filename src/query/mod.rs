@@ -13,8 +13,9 @@ pub mod sessions;
 pub mod snapshots;
 pub mod top;
 
-use sea_orm::DbErr;
-use sea_orm::sea_query::LikeExpr;
+use sea_orm::sea_query::{Expr, LikeExpr};
+use sea_orm::{ColumnTrait, ConnectionTrait, DbBackend, DbErr};
+use uuid::Uuid;
 
 /// Errors of the query layer. Surfaces map each variant to their own codes
 /// (see `crate::http::ApiError`). Deliberately not `Display`: nothing can
@@ -88,4 +89,15 @@ fn contains_pattern(folded: &str) -> LikeExpr {
     }
     pattern.push('%');
     LikeExpr::new(pattern).escape('\\')
+}
+
+/// `column` is one of `ids`. PostgreSQL gets `= ANY($1)` with the ids as one
+/// array parameter, so every list length shares one prepared statement and
+/// its plan (an `IN` list of 100 placeholders cost as much to plan as to run);
+/// SQLite has no arrays and gets the `IN` list.
+pub fn one_of(db: &impl ConnectionTrait, column: impl ColumnTrait, ids: &[Uuid]) -> Expr {
+    match db.get_database_backend() {
+        DbBackend::Postgres => column.eq_any(ids.iter().copied()),
+        _ => column.is_in(ids.iter().copied()),
+    }
 }

@@ -135,11 +135,10 @@ pub async fn latest(
     product_ids: &[Uuid],
     n: u64,
 ) -> Result<std::collections::HashMap<Uuid, Vec<price_observation::Model>>, sea_orm::DbErr> {
-    let parents: Vec<sea_orm::Value> = product_ids.iter().map(|id| (*id).into()).collect();
     let rows = super::top::first_n_per_parent::<price_observation::Entity>(
         db,
         price_observation::Column::ProductId,
-        &parents,
+        product_ids,
         "recorded_at DESC, id DESC",
         n,
     )

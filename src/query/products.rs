@@ -326,7 +326,7 @@ pub async fn by_ids(
     ids: &[Uuid],
 ) -> Result<HashMap<Uuid, product::Model>, DbErr> {
     Ok(product::Entity::find()
-        .filter(product::Column::Id.is_in(ids.iter().copied()))
+        .filter(super::one_of(db, product::Column::Id, ids))
         .all(db)
         .await?
         .into_iter()
@@ -381,7 +381,7 @@ pub async fn get_many(db: &impl ConnectionTrait, ids: &[Uuid]) -> Result<Vec<Pro
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let select = product::Entity::find().filter(product::Column::Id.is_in(ids.iter().copied()));
+    let select = product::Entity::find().filter(super::one_of(db, product::Column::Id, ids));
     let mut rows = read(db, select, true, None).await?;
     let mut found: HashMap<Uuid, product::Model> =
         rows.products.drain(..).map(|p| (p.id, p)).collect();
@@ -432,7 +432,7 @@ pub async fn sellers_by_id(
     unique.sort_unstable();
     unique.dedup();
     Ok(seller::Entity::find()
-        .filter(seller::Column::Id.is_in(unique))
+        .filter(super::one_of(db, seller::Column::Id, &unique))
         .all(db)
         .await?
         .into_iter()
@@ -446,7 +446,7 @@ pub async fn current_prices(
     ids: &[Uuid],
 ) -> Result<HashMap<Uuid, Vec<current_price::Model>>, DbErr> {
     let mut rows = current_price::Entity::find()
-        .filter(current_price::Column::ProductId.is_in(ids.iter().copied()))
+        .filter(super::one_of(db, current_price::Column::ProductId, ids))
         .all(db)
         .await?;
     // Sorted here, not in SQL: backends disagree on where NULL regions go.
@@ -466,7 +466,7 @@ pub async fn special_prices(
     ids: &[Uuid],
 ) -> Result<HashMap<Uuid, Vec<special_price::Model>>, DbErr> {
     let rows = special_price::Entity::find()
-        .filter(special_price::Column::ProductId.is_in(ids.iter().copied()))
+        .filter(super::one_of(db, special_price::Column::ProductId, ids))
         .order_by_asc(special_price::Column::Id)
         .all(db)
         .await?;
@@ -479,7 +479,11 @@ pub async fn translations(
     ids: &[Uuid],
 ) -> Result<HashMap<Uuid, Vec<product_translation::Model>>, DbErr> {
     let rows = product_translation::Entity::find()
-        .filter(product_translation::Column::ProductId.is_in(ids.iter().copied()))
+        .filter(super::one_of(
+            db,
+            product_translation::Column::ProductId,
+            ids,
+        ))
         .order_by_asc(product_translation::Column::ProductId)
         .order_by_asc(product_translation::Column::Language)
         .all(db)
@@ -493,11 +497,10 @@ pub async fn newest_per_seller(
     seller_ids: &[Uuid],
     n: u64,
 ) -> Result<HashMap<Uuid, Vec<product::Model>>, DbErr> {
-    let parents: Vec<sea_orm::Value> = seller_ids.iter().map(|id| (*id).into()).collect();
     let rows = super::top::first_n_per_parent::<product::Entity>(
         db,
         product::Column::SellerRef,
-        &parents,
+        seller_ids,
         "first_seen_at DESC, id DESC",
         n,
     )

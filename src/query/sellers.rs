@@ -113,7 +113,7 @@ pub async fn product_counts(
         .select_only()
         .column(product::Column::SellerRef)
         .column_as(Expr::col(product::Column::Id).count(), "n")
-        .filter(product::Column::SellerRef.is_in(seller_ids.iter().copied()))
+        .filter(super::one_of(db, product::Column::SellerRef, seller_ids))
         .group_by(product::Column::SellerRef)
         .into_tuple()
         .all(db)

@@ -101,7 +101,11 @@ pub async fn stats(
         .column(submission::Column::SessionId)
         .column(submission::Column::Status)
         .column_as(Expr::col(submission::Column::Id).count(), "n")
-        .filter(submission::Column::SessionId.is_in(session_ids.iter().copied()))
+        .filter(super::one_of(
+            db,
+            submission::Column::SessionId,
+            session_ids,
+        ))
         .group_by(submission::Column::SessionId)
         .group_by(submission::Column::Status)
         .into_tuple()
