@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use chrono::{DateTime, SecondsFormat, TimeDelta, Utc};
 use entity::{Marketplace, SubmissionStatus, TrustStatus, quota_usage, seller};
-use sea_orm::{ConnectionTrait, EntityTrait};
+use sea_orm::{ConnectionTrait, DbBackend, EntityTrait};
 use serde_json::{Value, json};
 use uuid::Uuid;
 use vitrina::clock::Clock;
@@ -1333,6 +1333,38 @@ async fn batched_first_n_lists_match_the_head_of_the_full_list() {
         nodes(&d["sellers"][0]["products"]),
         nodes(&newest["products"])
     );
+}
+
+/// PostgreSQL gets each list of ids as one array parameter: pages of
+/// different sizes send the same statements, so they share prepared
+/// statements and plans (an `IN` list would be a new statement per length).
+#[tokio::test]
+async fn pages_of_any_size_send_the_same_statements_on_postgres() {
+    let app = TestApp::spawn().await;
+    if app.db.get_database_backend() != DbBackend::Postgres {
+        return; // SQLite has no arrays; its IN lists follow the page size
+    }
+    let key = app.key("acme").await;
+    rich_catalog(&app, 7).await;
+    let query = format!(
+        "query($n: Int!) {{ products(first: $n) {{ edges {{ node {{ {NODE} }} }} }} \
+         sellers(lookup: {{ marketplace: OZON, sellerId: \"2\" }}) {{ products(first: 2) {{ edges {{ node {{ id }} }} }} }} }}"
+    );
+    // The key's first use also records when it was used; not part of a page.
+    data(&app, &key, &query, json!({ "n": 1 })).await;
+    let mut sent = Vec::new();
+    for n in [3, 7] {
+        let before = app.statements();
+        let d = data(&app, &key, &query, json!({ "n": n })).await;
+        assert_eq!(nodes(&d["products"]).len(), n);
+        let mut texts = app.statement_texts(before);
+        texts.sort();
+        sent.push(texts);
+    }
+    assert!(sent[0].len() > 3, "{:?}", sent[0]);
+    let differing: Vec<&String> = sent[0].iter().filter(|t| !sent[1].contains(t)).collect();
+    assert!(differing.is_empty(), "sent at 3 rows only: {differing:#?}");
+    assert_eq!(sent[0], sent[1]);
 }
 
 #[tokio::test]

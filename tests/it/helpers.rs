@@ -121,7 +121,8 @@ pub struct TestApp {
     pub client: reqwest::Client,
     /// The state the app serves with (settings, events, ...).
     pub state: AppState,
-    statements: Arc<std::sync::atomic::AtomicUsize>,
+    /// The SQL text of every statement the app's connection has run.
+    statements: Arc<std::sync::Mutex<Vec<String>>>,
     /// Keeps the database alive as long as the app.
     _test_db: TestDb,
 }
@@ -143,10 +144,10 @@ impl TestApp {
     pub async fn spawn_with_settings(settings: Settings) -> TestApp {
         let test_db = TestDb::new().await;
         let mut db = test_db.connect().await;
-        let statements = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let counter = statements.clone();
-        db.set_metric_callback(move |_| {
-            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let statements = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = statements.clone();
+        db.set_metric_callback(move |info| {
+            log.lock().unwrap().push(info.statement.sql.clone());
         });
         let clock = ManualClock::new(test_start());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -220,7 +221,12 @@ impl TestApp {
 
     /// SQL statements the app's connection has run so far.
     pub fn statements(&self) -> usize {
-        self.statements.load(std::sync::atomic::Ordering::SeqCst)
+        self.statements.lock().unwrap().len()
+    }
+
+    /// The SQL text of the statements run since the first `from` of them.
+    pub fn statement_texts(&self, from: usize) -> Vec<String> {
+        self.statements.lock().unwrap()[from..].to_vec()
     }
 
     /// The background jobs over this app's database and clock.
