@@ -3,7 +3,8 @@
 //! product that asks for a relation (seller, prices, translations, latest
 //! price history...) loads it for every product of the page in one dataloader
 //! call; the others wait for that call instead of queueing keys of their own.
-//! Sellers read by the page's own statement come already loaded.
+//! Sellers and translations read by the page's own statement come already
+//! loaded.
 //!
 //! Why not the dataloaders alone: they gather keys for a time window (1 ms)
 //! after the first key. A list of more than 32 items is resolved in slices
@@ -25,6 +26,7 @@ use tokio::sync::OnceCell;
 use uuid::Uuid;
 
 use super::loaders::{Load, Loaders, TopKey};
+use crate::query::products::Related;
 
 type Loaded<K, V> = OnceCell<HashMap<K, V>>;
 type LatestPrices = Arc<Loaded<TopKey, Vec<price_observation::Model>>>;
@@ -43,22 +45,19 @@ pub struct Page {
 }
 
 impl Page {
-    /// The page of `products`, with their sellers when already read.
-    pub fn new(
-        products: &[product::Model],
-        sellers: Option<HashMap<Uuid, seller::Model>>,
-    ) -> Arc<Page> {
+    /// The page of `products`, with what was read with them.
+    pub fn new(products: &[product::Model], related: Related) -> Arc<Page> {
         let mut seller_ids: Vec<Uuid> = products.iter().map(|p| p.seller_ref).collect();
         seller_ids.sort_unstable();
         seller_ids.dedup();
         Arc::new(Page {
             ids: products.iter().map(|p| p.id).collect(),
             seller_ids,
-            sellers: OnceCell::new_with(sellers),
+            sellers: OnceCell::new_with(related.sellers),
             seller_product_counts: OnceCell::new(),
             prices: OnceCell::new(),
             special_prices: OnceCell::new(),
-            translations: OnceCell::new(),
+            translations: OnceCell::new_with(related.translations),
             latest_prices: Mutex::new(HashMap::new()),
         })
     }
@@ -158,7 +157,7 @@ impl MergedProducts {
             .get_or_try_init(|| async {
                 let found = loaders.products.load_many(self.ids.iter().copied()).await?;
                 let models: Vec<product::Model> = found.values().cloned().collect();
-                Ok::<_, Arc<DbErr>>((found, Page::new(&models, None)))
+                Ok::<_, Arc<DbErr>>((found, Page::new(&models, Related::default())))
             })
             .await?;
         Ok(found.get(&id).map(|p| (p.clone(), page.clone())))

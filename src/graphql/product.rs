@@ -1,10 +1,9 @@
 //! Products and what hangs off them.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_graphql::{Context, InputObject, Json, Object, Result};
-use entity::{Marketplace, TrustStatus, UserAuthStatus, product, seller};
+use entity::{Marketplace, TrustStatus, UserAuthStatus, product};
 use uuid::Uuid;
 
 use super::connection::{self, Args, Conn};
@@ -14,7 +13,7 @@ use super::request;
 use super::scalars::Timestamp;
 use super::seller::Seller;
 use crate::query::prices::{self, ObservationKey, PriceHistoryFilter};
-use crate::query::products::{self, ProductFilter, ProductKey};
+use crate::query::products::{self, ProductFilter, ProductKey, Related};
 use crate::rest::dto::{self, Attributes, PriceObservation, SpecialPrice, Translation};
 
 /// Filters of a price history, combined with AND; `from` and `to` are inclusive.
@@ -80,25 +79,31 @@ pub type ProductConnection = Conn<Product, ProductTotal>;
 pub type PriceConnection = Conn<PriceObservation, PriceTotal>;
 
 /// Products as a connection, newest first. The page statement also reads
-/// the sellers and the total when the query asks for them.
+/// the sellers, the translations and the total when the query asks for them.
 pub async fn product_connection(
     ctx: &Context<'_>,
     filter: ProductFilter,
     args: &Args,
 ) -> Result<ProductConnection> {
     let fields = ctx.look_ahead();
-    let alongside = products::Alongside {
-        sellers: fields.field("nodes").field("seller").exists()
-            || fields.field("edges").field("node").field("seller").exists(),
-        total: fields.field("totalCount").exists(),
+    let nodes = [fields.field("nodes"), fields.field("edges").field("node")];
+    let with = products::With {
+        sellers: nodes.iter().any(|n| n.field("seller").exists()),
+        translations: nodes.iter().any(|n| n.field("translations").exists()),
     };
-    let page =
-        products::connection(&request(ctx).state.db, &filter, &args.window()?, alongside).await?;
+    let page = products::connection(
+        &request(ctx).state.db,
+        &filter,
+        &args.window()?,
+        with,
+        fields.field("totalCount").exists(),
+    )
+    .await?;
     let total = match page.total {
         Some(n) => ProductTotal::Known(n),
         None => ProductTotal::Matching(filter),
     };
-    let node = Product::paged(&page.slice.items, page.sellers);
+    let node = Product::paged(&page.slice.items, page.related);
     Ok(connection::from_slice(
         page.slice,
         total,
@@ -145,13 +150,13 @@ pub async fn price_connection(
 pub struct Product(pub product::Model, pub Arc<Page>);
 
 impl Product {
-    /// Makes the nodes of one page of `products`, whose sellers may have
-    /// been read with them.
+    /// Makes the nodes of one page of `products`, with what was read with
+    /// them.
     pub fn paged(
         products: &[product::Model],
-        sellers: Option<HashMap<Uuid, seller::Model>>,
+        related: Related,
     ) -> impl Fn(product::Model) -> Product + use<> {
-        let page = Page::new(products, sellers);
+        let page = Page::new(products, related);
         move |model| Product(model, page.clone())
     }
 }

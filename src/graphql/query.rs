@@ -49,12 +49,16 @@ impl QueryRoot {
 
     /// One product by its internal id; NOT_FOUND when unknown.
     async fn product(&self, ctx: &Context<'_>, id: Uuid) -> Result<Product> {
-        let seller = ctx.look_ahead().field("seller").exists();
-        let (model, sellers) = products::by_id(&request(ctx).state.db, id, seller)
+        let fields = ctx.look_ahead();
+        let with = products::With {
+            sellers: fields.field("seller").exists(),
+            translations: fields.field("translations").exists(),
+        };
+        let (model, related) = products::by_id(&request(ctx).state.db, id, with)
             .await
             .map_err(QueryError::from)?
             .ok_or(QueryError::NotFound)?;
-        Ok(Product::paged(std::slice::from_ref(&model), sellers)(model))
+        Ok(Product::paged(std::slice::from_ref(&model), related)(model))
     }
 
     /// One product's full price and stock history, newest first; NOT_FOUND when

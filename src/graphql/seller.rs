@@ -12,7 +12,7 @@ use super::page::Page;
 use super::product::{Product, ProductConnection, ProductTotal, product_connection};
 use super::request;
 use super::scalars::Timestamp;
-use crate::query::products::{ProductFilter, ProductKey};
+use crate::query::products::{ProductFilter, ProductKey, Related};
 use crate::query::sellers::SellerView;
 use crate::rest::dto::SellerStats;
 
@@ -141,8 +141,11 @@ impl Seller {
                     .map_err(gql)?
                     .unwrap_or_default();
                 // Every product here is this seller's: it is known already.
-                let sellers = HashMap::from([(self.model.id, self.model.clone())]);
-                let node = Product::paged(&rows[..rows.len().min(n as usize)], Some(sellers));
+                let related = Related {
+                    sellers: Some(HashMap::from([(self.model.id, self.model.clone())])),
+                    translations: None,
+                };
+                let node = Product::paged(&rows[..rows.len().min(n as usize)], related);
                 Ok(connection::from_slice(
                     connection::first_n(rows, n),
                     ProductTotal::Matching(filter),

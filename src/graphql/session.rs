@@ -169,7 +169,7 @@ impl ScrapeSession {
             .iter()
             .filter_map(|id| found.get(id).cloned())
             .collect();
-        let page = Page::new(&models, None);
+        let page = Page::new(&models, Default::default());
         let items = slice
             .items
             .iter()

@@ -10,8 +10,9 @@ use entity::{
 };
 use sea_orm::sea_query::{Asterisk, Expr, Query, SelectStatement};
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, ExprTrait, FromQueryResult,
-    IdenStatic, Iterable, QueryFilter, QueryOrder, QueryResult, QuerySelect, QueryTrait, Select,
+    ColumnTrait, Condition, ConnectionTrait, DbBackend, DbErr, EntityTrait, ExprTrait,
+    FromQueryResult, IdenStatic, Iterable, QueryFilter, QueryOrder, QueryResult, QuerySelect,
+    QueryTrait, Select,
 };
 use uuid::Uuid;
 
@@ -188,33 +189,50 @@ impl ProductKey {
     }
 }
 
-/// What a page statement reads besides the products themselves.
+/// What a page statement reads with each product, besides the product.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Alongside {
-    /// Each product's seller, joined.
+pub struct With {
+    /// The product's seller, joined.
     pub sellers: bool,
-    /// How many products match across all pages, as a subquery.
-    pub total: bool,
+    /// The product's translations, as one JSON column (a correlated subquery).
+    pub translations: bool,
 }
 
-/// A keyset page of products (GraphQL connections) with what was asked
-/// for alongside it.
+impl With {
+    /// Everything a REST product shows that lives in one row per product.
+    const VIEW: With = With {
+        sellers: true,
+        translations: true,
+    };
+}
+
+/// What a page statement read with its products, by product or seller id;
+/// `None` when not asked for.
+#[derive(Debug, Default)]
+pub struct Related {
+    pub sellers: Option<HashMap<Uuid, seller::Model>>,
+    pub translations: Option<HashMap<Uuid, Vec<product_translation::Model>>>,
+}
+
+/// A keyset page of products (GraphQL connections) with what was read
+/// with it.
 #[derive(Debug)]
 pub struct ProductPage {
     pub slice: Slice<product::Model>,
-    /// The page's sellers by id, when read alongside.
-    pub sellers: Option<HashMap<Uuid, seller::Model>>,
-    /// Products matching the filter, when read alongside.
+    pub related: Related,
+    /// Products matching the filter, when asked for.
     pub total: Option<u64>,
 }
 
 /// A keyset page of matching products (GraphQL connections), in one
-/// statement with whatever `alongside` asks for.
+/// statement with what `with` asks for and, when `total`, the number of
+/// matching products.
 pub async fn connection(
     db: &impl ConnectionTrait,
     filter: &ProductFilter,
     window: &Window<ProductKey>,
-    alongside: Alongside,
+    with: With,
+    total: bool,
 ) -> Result<ProductPage, QueryError> {
     filter.validate()?;
     let select = window.bound(
@@ -222,31 +240,27 @@ pub async fn connection(
         &filter.newest_columns(),
         sea_orm::Order::Desc,
     );
-    let counted = alongside.total.then(|| filter.counting());
-    let rows = read(db, select, alongside.sellers, counted).await?;
-    let total = match (alongside.total, rows.total) {
+    let counted = total.then(|| filter.counting());
+    let rows = read(db, select, with, counted).await?;
+    let total = match (total, rows.total) {
         (true, None) => Some(count(db, filter).await?),
         (_, total) => total,
     };
     Ok(ProductPage {
         slice: window.cut(rows.products),
-        sellers: alongside.sellers.then_some(rows.sellers),
+        related: rows.related,
         total,
     })
 }
 
-/// One product by internal id, with its sellers by id when `sellers`
-/// (joined: one statement).
+/// One product by internal id, with what `with` asks for (one statement).
 pub async fn by_id(
     db: &impl ConnectionTrait,
     id: Uuid,
-    sellers: bool,
-) -> Result<Option<(product::Model, Option<HashMap<Uuid, seller::Model>>)>, DbErr> {
-    let mut rows = read(db, product::Entity::find_by_id(id), sellers, None).await?;
-    Ok(rows
-        .products
-        .pop()
-        .map(|product| (product, sellers.then_some(rows.sellers))))
+    with: With,
+) -> Result<Option<(product::Model, Related)>, DbErr> {
+    let mut rows = read(db, product::Entity::find_by_id(id), with, None).await?;
+    Ok(rows.products.pop().map(|product| (product, rows.related)))
 }
 
 /// How many products match (GraphQL `totalCount`; REST has no total here).
@@ -260,30 +274,85 @@ pub async fn count(db: &impl ConnectionTrait, filter: &ProductFilter) -> Result<
 const TOTAL: &str = "total";
 /// The prefix of a joined seller's columns (the products' own keep their names).
 const SELLER: &str = "seller_";
+/// The column that carries a product's translations.
+const TRANSLATIONS: &str = "translations";
 
 fn total_of(row: &QueryResult) -> Result<u64, DbErr> {
     Ok(u64::try_from(row.try_get::<i64>("", TOTAL)?).unwrap_or(0))
 }
 
+/// A product's translations as one JSON array of objects, or NULL (none, on
+/// PostgreSQL). SQLite keeps JSON columns as text: `json()` embeds them.
+fn translations_column(backend: DbBackend) -> Expr {
+    Expr::cust(match backend {
+        DbBackend::Postgres => {
+            "(SELECT json_agg(json_build_object('language', t.language, 'name', t.name, \
+             'category_path', t.category_path, 'attributes', t.attributes, \
+             'updated_at', t.updated_at))::text \
+             FROM product_translations t WHERE t.product_id = products.id)"
+        }
+        _ => {
+            "(SELECT json_group_array(json_object('language', t.language, 'name', t.name, \
+             'category_path', json(t.category_path), 'attributes', json(t.attributes), \
+             'updated_at', t.updated_at)) \
+             FROM product_translations t WHERE t.product_id = products.id)"
+        }
+    })
+}
+
+/// One element of [`translations_column`].
+#[derive(serde::Deserialize)]
+struct TranslationJson {
+    language: String,
+    name: String,
+    category_path: entity::StringList,
+    attributes: serde_json::Value,
+    updated_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// The translations of `product_id` from its [`translations_column`], by language.
+fn translations_of(
+    row: &QueryResult,
+    product_id: Uuid,
+) -> Result<Vec<product_translation::Model>, DbErr> {
+    let Some(text) = row.try_get::<Option<String>>("", TRANSLATIONS)? else {
+        return Ok(Vec::new());
+    };
+    let parsed: Vec<TranslationJson> = serde_json::from_str(&text)
+        .map_err(|e| DbErr::Type(format!("translations of {product_id}: {e}")))?;
+    let mut translations: Vec<product_translation::Model> = parsed
+        .into_iter()
+        .map(|t| product_translation::Model {
+            product_id,
+            language: t.language,
+            name: t.name,
+            category_path: t.category_path,
+            attributes: t.attributes,
+            updated_at: t.updated_at,
+        })
+        .collect();
+    translations.sort_by(|a, b| a.language.cmp(&b.language));
+    Ok(translations)
+}
+
 /// The rows of one page statement.
 struct Rows {
     products: Vec<product::Model>,
-    /// Empty unless sellers were joined.
-    sellers: HashMap<Uuid, seller::Model>,
+    related: Related,
     /// `None` unless counted, or when no row came back to carry the count.
     total: Option<u64>,
 }
 
-/// Runs `select`, with each product's seller joined when `sellers` and the
+/// Runs `select`, with what `with` asks for read with each product and the
 /// scalar subquery `counted` as an extra column: one statement, however
-/// much is read alongside.
+/// much is read with the products.
 async fn read(
     db: &impl ConnectionTrait,
     select: Select<product::Entity>,
-    sellers: bool,
+    with: With,
     counted: Option<SelectStatement>,
 ) -> Result<Rows, DbErr> {
-    let mut statement = if sellers {
+    let mut statement = if with.sellers {
         let mut joined = select.left_join(seller::Entity);
         for column in seller::Column::iter() {
             joined = joined.column_as(column, format!("{SELLER}{}", column.as_str()));
@@ -292,6 +361,9 @@ async fn read(
     } else {
         select.into_query()
     };
+    if with.translations {
+        statement.expr_as(translations_column(db.get_database_backend()), TRANSLATIONS);
+    }
     let counted = match counted {
         Some(subquery) => {
             statement.expr_as(Expr::from(subquery), TOTAL);
@@ -299,27 +371,37 @@ async fn read(
         }
         None => false,
     };
-    let mut rows = Rows {
-        products: Vec::new(),
-        sellers: HashMap::new(),
-        total: None,
-    };
+    let mut products = Vec::new();
+    let mut sellers = HashMap::new();
+    let mut translations = HashMap::new();
+    let mut total = None;
     for row in db.query_all(&statement).await? {
-        if counted && rows.total.is_none() {
-            rows.total = Some(total_of(&row)?);
+        if counted && total.is_none() {
+            total = Some(total_of(&row)?);
         }
         let product = product::Model::from_query_result(&row, "")?;
         // Decoded once per seller: pages often repeat one.
-        if sellers
-            && !rows.sellers.contains_key(&product.seller_ref)
+        if with.sellers
+            && !sellers.contains_key(&product.seller_ref)
             && let Some(seller) = seller::Model::from_query_result_optional(&row, SELLER)?
         {
-            rows.sellers.insert(seller.id, seller);
+            sellers.insert(seller.id, seller);
         }
-        rows.products.push(product);
+        if with.translations {
+            translations.insert(product.id, translations_of(&row, product.id)?);
+        }
+        products.push(product);
     }
-    Ok(rows)
+    Ok(Rows {
+        products,
+        related: Related {
+            sellers: with.sellers.then_some(sellers),
+            translations: with.translations.then_some(translations),
+        },
+        total,
+    })
 }
+
 /// Products by id, keyed by id (dataloaders).
 pub async fn by_ids(
     db: &impl ConnectionTrait,
@@ -361,7 +443,7 @@ pub async fn list(
                 .filter(product::Column::Id.in_subquery(filter.page_ids(skip, page.page_size + 1))),
         ),
     };
-    let mut rows = read(db, select.limit(page.page_size + 1), true, None).await?;
+    let mut rows = read(db, select.limit(page.page_size + 1), With::VIEW, None).await?;
     let has_more = rows.products.len() as u64 > page.page_size;
     rows.products.truncate(page.page_size as usize);
     Ok((load_views(db, rows).await?, has_more))
@@ -369,7 +451,7 @@ pub async fn list(
 
 /// One product by internal id.
 pub async fn get(db: &impl ConnectionTrait, id: Uuid) -> Result<ProductView, QueryError> {
-    let rows = read(db, product::Entity::find_by_id(id), true, None).await?;
+    let rows = read(db, product::Entity::find_by_id(id), With::VIEW, None).await?;
     load_views(db, rows)
         .await?
         .pop()
@@ -382,32 +464,31 @@ pub async fn get_many(db: &impl ConnectionTrait, ids: &[Uuid]) -> Result<Vec<Pro
         return Ok(Vec::new());
     }
     let select = product::Entity::find().filter(super::one_of(db, product::Column::Id, ids));
-    let mut rows = read(db, select, true, None).await?;
+    let mut rows = read(db, select, With::VIEW, None).await?;
     let mut found: HashMap<Uuid, product::Model> =
         rows.products.drain(..).map(|p| (p.id, p)).collect();
     rows.products = ids.iter().filter_map(|id| found.remove(id)).collect();
     load_views(db, rows).await
 }
 
-/// Attaches prices, special prices and translations to products read with
-/// their sellers: three statements whatever the number of products, sent
-/// concurrently (on a pool they run on three connections at once; in a
-/// transaction, one by one).
+/// Attaches prices and special prices to products read with their sellers
+/// and translations ([`With::VIEW`]): two statements whatever the number of
+/// products, sent concurrently (on a pool they run on two connections at
+/// once; in a transaction, one after the other).
 async fn load_views(db: &impl ConnectionTrait, rows: Rows) -> Result<Vec<ProductView>, DbErr> {
     if rows.products.is_empty() {
         return Ok(Vec::new());
     }
     let ids: Vec<Uuid> = rows.products.iter().map(|p| p.id).collect();
-    let (mut prices, mut special, mut translations) = tokio::try_join!(
-        current_prices(db, &ids),
-        special_prices(db, &ids),
-        translations(db, &ids),
-    )?;
+    let (mut prices, mut special) =
+        tokio::try_join!(current_prices(db, &ids), special_prices(db, &ids))?;
+    let sellers = rows.related.sellers.unwrap_or_default();
+    let mut translations = rows.related.translations.unwrap_or_default();
     Ok(rows
         .products
         .into_iter()
         .map(|product| ProductView {
-            seller: rows.sellers.get(&product.seller_ref).cloned(),
+            seller: sellers.get(&product.seller_ref).cloned(),
             prices: prices.remove(&product.id).unwrap_or_default(),
             special_prices: special.remove(&product.id).unwrap_or_default(),
             translations: translations.remove(&product.id).unwrap_or_default(),
