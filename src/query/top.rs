@@ -36,7 +36,7 @@ where
         DbBackend::Postgres => (
             // 100 products' latest prices: 1.7 ms with ROW_NUMBER(), 0.5 ms here.
             format!(
-                "SELECT t.* FROM unnest($1) AS parents(parent_id) CROSS JOIN LATERAL \
+                "SELECT t.* FROM unnest($1::uuid[]) AS parents(parent_id) CROSS JOIN LATERAL \
                  (SELECT * FROM {table} WHERE {parent} = parents.parent_id ORDER BY {order_by} LIMIT {n}) t \
                  ORDER BY t.{parent}, {order_by}"
             ),
