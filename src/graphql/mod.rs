@@ -96,7 +96,8 @@ pub struct Schemas {
     run: VitrinaSchema,
     /// Validates and prices requests without executing them (`pricing.rs`).
     pricing: VitrinaSchema,
-    /// Serves subscriptions, which have no pricing pass: validated in full.
+    /// Serves subscriptions, which have no pricing pass: validated in full,
+    /// errors coded as over HTTP.
     pub subscriptions: VitrinaSchema,
     parsed: ParsedQueries,
 }
@@ -108,7 +109,7 @@ impl Schemas {
                 .validation_mode(ValidationMode::Fast)
                 .finish(),
             pricing: limited(config).extension(pricing::PriceOnly).finish(),
-            subscriptions: schema(config),
+            subscriptions: limited(config).extension(response::CodedErrors).finish(),
             parsed: ParsedQueries::default(),
         }
     }

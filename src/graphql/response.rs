@@ -1,11 +1,15 @@
 //! GraphQL responses over HTTP: status, media type and a JSON body written in
-//! one pass straight from async-graphql's values (field order kept).
+//! one pass straight from async-graphql's values (field order kept); and the
+//! error codes of responses sent over the WebSocket.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
+use async_graphql::extensions::{Extension, ExtensionContext, ExtensionFactory, NextSubscribe};
 use async_graphql::{BatchResponse, ServerError, Value};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use futures_util::stream::{BoxStream, StreamExt};
 use serde::Serialize;
 
 use crate::http::ApiError;
@@ -78,6 +82,32 @@ fn add_missing_code(error: &mut ServerError) {
         "GRAPHQL_VALIDATION_FAILED"
     };
     extensions.set("code", code);
+}
+
+/// Gives every error sent over the WebSocket (validation, limits, resolvers)
+/// the `extensions.code` [`respond`] gives errors over HTTP.
+pub struct CodedErrors;
+
+impl ExtensionFactory for CodedErrors {
+    fn create(&self) -> Arc<dyn Extension> {
+        Arc::new(CodedErrors)
+    }
+}
+
+impl Extension for CodedErrors {
+    fn subscribe<'s>(
+        &self,
+        ctx: &ExtensionContext<'_>,
+        stream: BoxStream<'s, async_graphql::Response>,
+        next: NextSubscribe<'_>,
+    ) -> BoxStream<'s, async_graphql::Response> {
+        next.run(ctx, stream)
+            .map(|mut response| {
+                response.errors.iter_mut().for_each(add_missing_code);
+                response
+            })
+            .boxed()
+    }
 }
 
 /// Serializes a response in the media type the client accepts; every error

@@ -929,6 +929,11 @@ mod live {
         let message = reply["payload"]["errors"][0]["message"].as_str();
         assert!(message.is_some_and(|m| m.contains("$unused")), "{reply}");
         assert!(reply["payload"]["data"].is_null(), "{reply}");
+        // Coded as over HTTP.
+        assert_eq!(
+            reply["payload"]["errors"][0]["extensions"]["code"], "GRAPHQL_VALIDATION_FAILED",
+            "{reply}"
+        );
     }
 
     #[tokio::test]
