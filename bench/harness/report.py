@@ -127,8 +127,13 @@ def targets_table(r: dict) -> list[str]:
     n20, n100 = (len(stmts[k]) for k in DASHBOARDS)
     rows.append(("Dashboard statement count constant",
                  f"{n20} at 20 rows, {n100} at 100", n20 == n100))
-    rows.append(("Dashboard statements at most 1 + nesting levels (= 2)",
+    # The dashboard nests one level (each product's relations) under its
+    # list. Every request also sends the API key check, which PostGraphile,
+    # run here without authentication, does not: shown apart, both ways.
+    rows.append(("Dashboard statements at most 1 + nesting levels (= 2), key check included",
                  f"{n20}", n20 <= 2))
+    rows.append(("Dashboard statements at most 1 + nesting levels (= 2), key check apart",
+                 f"{n20 - 1} (+ 1 key check)", n20 - 1 <= 2))
     overheads = {c.title: ratio(vpg[c.key]["p50_ms"], r["floor"][c.key]) for c in r["cases"]}
     worst = max(overheads, key=overheads.get)
     over = [t for t, v in overheads.items() if v > 1.5]
