@@ -7,10 +7,12 @@ mod scrapes;
 mod webhooks;
 
 use axum::Router;
+use axum::http::StatusCode;
 use axum::middleware;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use crate::http::access;
+use crate::http::{ApiError, access};
 use crate::server::AppState;
 
 /// The extension routes, to be nested under `/extension/v1`.
@@ -22,4 +24,15 @@ pub fn router(state: AppState) -> Router<AppState> {
     Router::new()
         .route("/openapi.json", get(openapi::document))
         .merge(authenticated)
+        .layer(middleware::map_response(method_not_allowed_as_error))
+}
+
+/// axum answers a method a path does not take with an empty 405 (its
+/// `Allow` header is added last, by the outermost router); this gives it the
+/// error body of every other answer.
+async fn method_not_allowed_as_error(response: Response) -> Response {
+    if response.status() != StatusCode::METHOD_NOT_ALLOWED {
+        return response;
+    }
+    ApiError::MethodNotAllowed { allow: None }.into_response()
 }

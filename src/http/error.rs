@@ -27,7 +27,11 @@ pub enum ApiError {
     MissingParameter(String),
     InvalidParameter(String),
     NotFound,
-    MethodNotAllowed,
+    /// The path takes other methods: `allow` when known here (otherwise
+    /// the router adds the `Allow` header).
+    MethodNotAllowed {
+        allow: Option<&'static str>,
+    },
     /// A request body that is not what the endpoint takes (extension API).
     InvalidBody(String),
     /// A request body over the size bound.
@@ -55,7 +59,7 @@ impl ApiError {
             ApiError::MissingParameter(_) => "missing_parameter",
             ApiError::InvalidParameter(_) => "invalid_parameter",
             ApiError::NotFound => "not_found",
-            ApiError::MethodNotAllowed => "method_not_allowed",
+            ApiError::MethodNotAllowed { .. } => "method_not_allowed",
             ApiError::InvalidBody(_) => "invalid_body",
             ApiError::PayloadTooLarge => "payload_too_large",
             ApiError::Conflict { code, .. } => code,
@@ -74,7 +78,7 @@ impl ApiError {
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::NotFound => StatusCode::NOT_FOUND,
-            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::RateLimited { .. } | ApiError::QuotaExceeded { .. } => {
                 StatusCode::TOO_MANY_REQUESTS
             }
@@ -96,7 +100,12 @@ impl ApiError {
                 "The request body is larger than this endpoint accepts.".into()
             }
             ApiError::NotFound => "The requested resource does not exist.".into(),
-            ApiError::MethodNotAllowed => "Only GET is allowed here.".into(),
+            ApiError::MethodNotAllowed { allow: Some(allow) } => {
+                format!("Only {allow} is allowed here.")
+            }
+            ApiError::MethodNotAllowed { allow: None } => {
+                "This method is not allowed here; the Allow header lists those that are.".into()
+            }
             ApiError::RateLimited { retry_after } => {
                 format!("The per-minute rate limit is exceeded; retry in {retry_after} seconds.")
             }
@@ -189,8 +198,8 @@ impl IntoResponse for ApiError {
             ApiError::Unauthorized => {
                 headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             }
-            ApiError::MethodNotAllowed => {
-                headers.insert(header::ALLOW, HeaderValue::from_static("GET"));
+            ApiError::MethodNotAllowed { allow: Some(allow) } => {
+                headers.insert(header::ALLOW, HeaderValue::from_static(allow));
             }
             ApiError::RateLimited { retry_after } | ApiError::QuotaExceeded { retry_after } => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));

@@ -38,5 +38,5 @@ pub fn router(state: AppState) -> Router<AppState> {
 }
 
 async fn method_not_allowed() -> ApiError {
-    ApiError::MethodNotAllowed
+    ApiError::MethodNotAllowed { allow: Some("GET") }
 }

@@ -231,6 +231,52 @@ async fn non_get_method_on_v1_is_method_not_allowed() {
     }
 }
 
+#[tokio::test]
+async fn a_wrong_method_on_the_extension_api_is_the_same_json_error() {
+    let app = TestApp::spawn().await;
+    let key = app.key("acme").await;
+    for (method, path, allowed) in [
+        (
+            Method::GET,
+            "/extension/v1/scrapes".to_owned(),
+            vec!["POST"],
+        ),
+        (
+            Method::PUT,
+            "/extension/v1/webhooks".to_owned(),
+            vec!["GET", "POST"],
+        ),
+        (
+            Method::GET,
+            format!("/extension/v1/webhooks/{SOME_ID}"),
+            vec!["DELETE"],
+        ),
+        (
+            Method::POST,
+            format!("/extension/v1/webhooks/{SOME_ID}/deliveries"),
+            vec!["GET"],
+        ),
+        (
+            Method::DELETE,
+            "/extension/v1/openapi.json".to_owned(),
+            vec!["GET"],
+        ),
+    ] {
+        let response = send_as(&app, method, &key, &path).await;
+        let headers = expect_error(response, 405, "method_not_allowed").await;
+        let allow: Vec<String> = headers
+            .get("allow")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .split(',')
+            .map(|m| m.trim().to_owned())
+            .collect();
+        for method in allowed {
+            assert!(allow.iter().any(|m| m == method), "{path}: Allow {allow:?}");
+        }
+    }
+}
+
 // ------------------------------------------------------------ rate limit
 
 const THREE_A_MINUTE: Limits = Limits {
