@@ -29,8 +29,10 @@ use std::sync::Arc;
 
 use async_graphql::http::ALL_WEBSOCKET_PROTOCOLS;
 use async_graphql::{
-    BatchRequest, BatchResponse, Data, EmptyMutation, Schema, SchemaBuilder, ValidationMode,
+    BatchRequest, BatchResponse, Data, EmptyMutation, ParseRequestError, Schema, SchemaBuilder,
+    ValidationMode,
 };
+use async_graphql_axum::rejection::GraphQLRejection;
 use async_graphql_axum::{GraphQLBatchRequest, GraphQLProtocol, GraphQLWebSocket};
 use axum::Router;
 use axum::extract::State;
@@ -41,7 +43,7 @@ use axum::routing::get;
 
 use crate::accounts::Caller;
 use crate::config::GraphqlConfig;
-use crate::http::access;
+use crate::http::{ApiError, access};
 use crate::query::keyset::{DEFAULT_PAGE, MAX_PAGE};
 use crate::server::AppState;
 
@@ -231,9 +233,20 @@ async fn get_graphql(State(state): State<AppState>, headers: HeaderMap, uri: Uri
 async fn post_graphql(
     State(state): State<AppState>,
     headers: HeaderMap,
-    batch: GraphQLBatchRequest,
+    batch: Result<GraphQLBatchRequest, GraphQLRejection>,
 ) -> Response {
-    execute(&state, &headers, batch.into_inner()).await
+    match batch {
+        Ok(batch) => execute(&state, &headers, batch.into_inner()).await,
+        // async-graphql-axum would answer in plain text.
+        Err(GraphQLRejection(ParseRequestError::PayloadTooLarge)) => {
+            api_error(&headers, &ApiError::PayloadTooLarge)
+        }
+        Err(GraphQLRejection(e)) => request_error(
+            &headers,
+            StatusCode::BAD_REQUEST,
+            &format!("Unreadable GraphQL request: {e}."),
+        ),
+    }
 }
 
 async fn execute(state: &AppState, headers: &HeaderMap, batch: BatchRequest) -> Response {

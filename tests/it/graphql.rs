@@ -2057,6 +2057,30 @@ async fn get_runs_queries_from_the_query_string() {
 }
 
 /// An app with batched requests enabled.
+#[tokio::test]
+async fn an_unreadable_body_is_a_graphql_error_in_json() {
+    let app = TestApp::spawn().await;
+    let key = app.key("acme").await;
+    for (content_type, body) in [
+        ("application/json", "{ not json"),
+        ("application/json", r#"{"query": 42}"#),
+        ("text/plain", "query { brands { brand } }"),
+    ] {
+        let response = app
+            .client
+            .post(app.url("/graphql"))
+            .bearer_auth(&key)
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 400, "{body}");
+        let reply: Value = response.json().await.expect("a JSON body");
+        assert_eq!(only_error_code(&reply), "BAD_REQUEST", "{body}: {reply}");
+    }
+}
+
 async fn batching_app() -> TestApp {
     TestApp::spawn_with_settings(Settings {
         graphql: GraphqlConfig {
