@@ -15,6 +15,7 @@ use super::scalars::Timestamp;
 use crate::http::ApiError;
 use crate::limits::{QuotaOutcome, quota};
 use crate::query::keyset::Slice;
+use crate::query::products::Related;
 use crate::query::sessions::{self, SessionKey, SessionStats, SubmissionKey};
 use crate::rest::dto::SessionMetadata;
 
@@ -169,7 +170,7 @@ impl ScrapeSession {
             .iter()
             .filter_map(|id| found.get(id).cloned())
             .collect();
-        let page = Page::new(&models, Default::default());
+        let page = Page::new(&models, Related::default());
         let items = slice
             .items
             .iter()
