@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use async_graphql::{Context, InputObject, Json, Object, Result};
+use async_graphql::{Context, InputObject, Json, Lookahead, Object, Result};
 use entity::{Marketplace, TrustStatus, UserAuthStatus, product};
 use uuid::Uuid;
 
@@ -86,16 +86,11 @@ pub async fn product_connection(
     args: &Args,
 ) -> Result<ProductConnection> {
     let fields = ctx.look_ahead();
-    let nodes = [fields.field("nodes"), fields.field("edges").field("node")];
-    let with = products::With {
-        sellers: nodes.iter().any(|n| n.field("seller").exists()),
-        translations: nodes.iter().any(|n| n.field("translations").exists()),
-    };
     let page = products::connection(
         &request(ctx).state.db,
         &filter,
         &args.window()?,
-        with,
+        read_with(&[fields.field("nodes"), fields.field("edges").field("node")]),
         fields.field("totalCount").exists(),
     )
     .await?;
@@ -110,6 +105,15 @@ pub async fn product_connection(
         ProductKey::of,
         node,
     ))
+}
+
+/// What a page statement should read with its products, from the
+/// selections of its `nodes` (a list's `nodes` and `edges.node`, or one product).
+pub fn read_with(nodes: &[Lookahead<'_>]) -> products::With {
+    products::With {
+        sellers: nodes.iter().any(|n| n.field("seller").exists()),
+        translations: nodes.iter().any(|n| n.field("translations").exists()),
+    }
 }
 
 /// One product's price history as a connection, newest first. The plain

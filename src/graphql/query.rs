@@ -7,7 +7,7 @@ use uuid::Uuid;
 use super::connection::Args;
 use super::product::{
     PriceConnection, PriceHistoryFilterInput, Product, ProductConnection, price_connection,
-    product_connection,
+    product_connection, read_with,
 };
 use super::request;
 use super::seller::Seller;
@@ -49,11 +49,7 @@ impl QueryRoot {
 
     /// One product by its internal id; NOT_FOUND when unknown.
     async fn product(&self, ctx: &Context<'_>, id: Uuid) -> Result<Product> {
-        let fields = ctx.look_ahead();
-        let with = products::With {
-            sellers: fields.field("seller").exists(),
-            translations: fields.field("translations").exists(),
-        };
+        let with = read_with(&[ctx.look_ahead()]);
         let (model, related) = products::by_id(&request(ctx).state.db, id, with)
             .await
             .map_err(QueryError::from)?
