@@ -1471,7 +1471,8 @@ async fn translations_read_with_a_page_equal_those_loaded_apart() {
                 t["language"],
                 t["name"],
                 t["category_path"],
-                t["attributes"]
+                t["attributes"],
+                t["updated_at"]
             ])
         })
         .collect();
@@ -1479,7 +1480,15 @@ async fn translations_read_with_a_page_equal_those_loaded_apart() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|t| json!([t["language"], t["name"], t["categoryPath"], t["attributes"]]))
+        .map(|t| {
+            json!([
+                t["language"],
+                t["name"],
+                t["categoryPath"],
+                t["attributes"],
+                t["updatedAt"]
+            ])
+        })
         .collect();
     assert_eq!(rest, graphql);
 }
