@@ -4,7 +4,7 @@
 use crate::UserAuthStatus;
 use sea_orm::entity::prelude::*;
 
-#[derive(Clone, Debug, PartialEq, DeriveEntityModel)]
+#[derive(Clone, Debug, PartialEq, DeriveEntityModel, serde::Deserialize)]
 #[sea_orm(table_name = "current_prices")]
 pub struct Model {
     #[sea_orm(primary_key)]

@@ -3,7 +3,7 @@
 use crate::StringList;
 use sea_orm::entity::prelude::*;
 
-#[derive(Clone, Debug, PartialEq, DeriveEntityModel)]
+#[derive(Clone, Debug, PartialEq, DeriveEntityModel, serde::Deserialize)]
 #[sea_orm(table_name = "product_translations")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]

@@ -3,7 +3,7 @@
 use crate::UserAuthStatus;
 use sea_orm::entity::prelude::*;
 
-#[derive(Clone, Debug, PartialEq, DeriveEntityModel)]
+#[derive(Clone, Debug, PartialEq, DeriveEntityModel, serde::Deserialize)]
 #[sea_orm(table_name = "special_prices")]
 pub struct Model {
     #[sea_orm(primary_key)]

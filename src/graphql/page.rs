@@ -3,8 +3,8 @@
 //! product that asks for a relation (seller, prices, translations, latest
 //! price history...) loads it for every product of the page in one dataloader
 //! call; the others wait for that call instead of queueing keys of their own.
-//! Sellers and translations read by the page's own statement come already
-//! loaded.
+//! What the page's own statement read with its products (sellers,
+//! translations, prices, the latest observations) comes already loaded.
 //!
 //! Why not the dataloaders alone: they gather keys for a time window (1 ms)
 //! after the first key. A list of more than 32 items is resolved in slices
@@ -50,15 +50,19 @@ impl Page {
         let mut seller_ids: Vec<Uuid> = products.iter().map(|p| p.seller_ref).collect();
         seller_ids.sort_unstable();
         seller_ids.dedup();
+        let latest_prices = related.latest_prices.map(|(n, rows)| {
+            let by_key = rows.into_iter().map(|(id, rows)| ((id, n), rows)).collect();
+            (n, Arc::new(OnceCell::new_with(Some(by_key))))
+        });
         Arc::new(Page {
             ids: products.iter().map(|p| p.id).collect(),
             seller_ids,
             sellers: OnceCell::new_with(related.sellers),
             seller_product_counts: OnceCell::new(),
-            prices: OnceCell::new(),
-            special_prices: OnceCell::new(),
+            prices: OnceCell::new_with(related.prices),
+            special_prices: OnceCell::new_with(related.special_prices),
             translations: OnceCell::new_with(related.translations),
-            latest_prices: Mutex::new(HashMap::new()),
+            latest_prices: Mutex::new(latest_prices.into_iter().collect()),
         })
     }
 

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use async_graphql::{Context, InputObject, Json, Lookahead, Object, Result};
+use async_graphql::{Context, InputObject, Json, Lookahead, Object, Result, Value};
 use entity::{Marketplace, TrustStatus, UserAuthStatus, product};
 use uuid::Uuid;
 
@@ -110,10 +110,41 @@ pub async fn product_connection(
 /// What a page statement should read with its products, from the
 /// selections of its `nodes` (a list's `nodes` and `edges.node`, or one product).
 pub fn read_with(nodes: &[Lookahead<'_>]) -> products::With {
+    let asks = |name: &str| nodes.iter().any(|n| n.field(name).exists());
     products::With {
-        sellers: nodes.iter().any(|n| n.field("seller").exists()),
-        translations: nodes.iter().any(|n| n.field("translations").exists()),
+        sellers: asks("seller"),
+        translations: asks("translations"),
+        prices: asks("prices"),
+        special_prices: asks("specialPrices"),
+        latest_prices: latest_prices_asked(nodes),
     }
+}
+
+/// The number of latest observations to read with a page: when every
+/// `priceHistory` selected under its nodes asks for the plain "first N"
+/// (the shape [`price_connection`] batches), N + 1 for `hasNextPage`.
+fn latest_prices_asked(nodes: &[Lookahead<'_>]) -> Option<u64> {
+    let mut asked = None;
+    for field in nodes
+        .iter()
+        .flat_map(|n| n.field("priceHistory").selection_fields())
+    {
+        let mut args = Args::default();
+        for (name, value) in field.arguments().ok()? {
+            match (name.as_str(), value) {
+                (_, Value::Null) => {}
+                ("first", Value::Number(n)) => args.first = Some(n.as_i64()?.try_into().ok()?),
+                // A filter, a cursor or `last`: loaded on its own.
+                _ => return None,
+            }
+        }
+        let n = args.simple_first()? + 1;
+        if asked.is_some_and(|m| m != n) {
+            return None;
+        }
+        asked = Some(n);
+    }
+    asked
 }
 
 /// One product's price history as a connection, newest first. The plain

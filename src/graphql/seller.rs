@@ -143,7 +143,7 @@ impl Seller {
                 // Every product here is this seller's: it is known already.
                 let related = Related {
                     sellers: Some(HashMap::from([(self.model.id, self.model.clone())])),
-                    translations: None,
+                    ..Related::default()
                 };
                 let node = Product::paged(&rows[..rows.len().min(n as usize)], related);
                 Ok(connection::from_slice(

@@ -5,6 +5,7 @@
 //! between the two surfaces. Account-owned rows (scrape sessions) are reached
 //! only through functions that take the account.
 
+pub mod children;
 pub mod keyset;
 pub mod prices;
 pub mod products;

@@ -60,6 +60,9 @@ impl PriceHistoryFilter {
     }
 }
 
+/// The order of a price history as SQL: newest first, ties by id.
+pub const NEWEST_FIRST: &str = "recorded_at DESC, id DESC";
+
 /// One page of observations, newest first (ties by id, newest first), and the
 /// total matching the filter.
 pub async fn history(
@@ -139,7 +142,7 @@ pub async fn latest(
         db,
         price_observation::Column::ProductId,
         product_ids,
-        "recorded_at DESC, id DESC",
+        NEWEST_FIRST,
         n,
     )
     .await?;

@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 
 use entity::{
-    Marketplace, TrustStatus, current_price, product, product_category, product_translation,
-    seller, special_price,
+    Marketplace, TrustStatus, current_price, price_observation, product, product_category,
+    product_translation, seller, special_price,
 };
 use sea_orm::sea_query::{Asterisk, Expr, Query, SelectStatement};
 use sea_orm::{
@@ -17,7 +17,7 @@ use sea_orm::{
 use uuid::Uuid;
 
 use super::keyset::{Key, Slice, Window};
-use super::{MAX_CONTAINS_LEN, Page, QueryError, contains_pattern};
+use super::{MAX_CONTAINS_LEN, Page, QueryError, children, contains_pattern, prices};
 use crate::text;
 
 /// The filters of products (REST `GET /v1/products`, GraphQL `products`),
@@ -194,15 +194,24 @@ impl ProductKey {
 pub struct With {
     /// The product's seller, joined.
     pub sellers: bool,
-    /// The product's translations, as one JSON column (a correlated subquery).
+    /// The product's translations (a JSON column, like the lists below).
     pub translations: bool,
+    /// The product's current prices.
+    pub prices: bool,
+    /// The product's special prices.
+    pub special_prices: bool,
+    /// The product's latest `n` price observations.
+    pub latest_prices: Option<u64>,
 }
 
 impl With {
-    /// Everything a REST product shows that lives in one row per product.
+    /// Everything a REST product shows.
     const VIEW: With = With {
         sellers: true,
         translations: true,
+        prices: true,
+        special_prices: true,
+        latest_prices: None,
     };
 }
 
@@ -212,6 +221,10 @@ impl With {
 pub struct Related {
     pub sellers: Option<HashMap<Uuid, seller::Model>>,
     pub translations: Option<HashMap<Uuid, Vec<product_translation::Model>>>,
+    pub prices: Option<HashMap<Uuid, Vec<current_price::Model>>>,
+    pub special_prices: Option<HashMap<Uuid, Vec<special_price::Model>>>,
+    /// The latest observations, with the `n` they were read for.
+    pub latest_prices: Option<(u64, HashMap<Uuid, Vec<price_observation::Model>>)>,
 }
 
 /// A keyset page of products (GraphQL connections) with what was read
@@ -274,65 +287,23 @@ pub async fn count(db: &impl ConnectionTrait, filter: &ProductFilter) -> Result<
 const TOTAL: &str = "total";
 /// The prefix of a joined seller's columns (the products' own keep their names).
 const SELLER: &str = "seller_";
-/// The column that carries a product's translations.
+/// The columns that carry a product's child lists (see [`children`]).
 const TRANSLATIONS: &str = "translations";
+const PRICES: &str = "prices";
+const SPECIAL_PRICES: &str = "special_prices";
+const LATEST_PRICES: &str = "latest_prices";
 
 fn total_of(row: &QueryResult) -> Result<u64, DbErr> {
     Ok(u64::try_from(row.try_get::<i64>("", TOTAL)?).unwrap_or(0))
 }
 
-/// A product's translations as one JSON array of objects, or NULL (none, on
-/// PostgreSQL). SQLite keeps JSON columns as text: `json()` embeds them.
-fn translations_column(backend: DbBackend) -> Expr {
-    Expr::cust(match backend {
-        DbBackend::Postgres => {
-            "(SELECT json_agg(json_build_object('language', t.language, 'name', t.name, \
-             'category_path', t.category_path, 'attributes', t.attributes, \
-             'updated_at', t.updated_at))::text \
-             FROM product_translations t WHERE t.product_id = products.id)"
-        }
-        _ => {
-            "(SELECT json_group_array(json_object('language', t.language, 'name', t.name, \
-             'category_path', json(t.category_path), 'attributes', json(t.attributes), \
-             'updated_at', t.updated_at)) \
-             FROM product_translations t WHERE t.product_id = products.id)"
-        }
-    })
-}
-
-/// One element of [`translations_column`].
-#[derive(serde::Deserialize)]
-struct TranslationJson {
-    language: String,
-    name: String,
-    category_path: entity::StringList,
-    attributes: serde_json::Value,
-    updated_at: chrono::DateTime<chrono::Utc>,
-}
-
-/// The translations of `product_id` from its [`translations_column`], by language.
-fn translations_of(
-    row: &QueryResult,
-    product_id: Uuid,
-) -> Result<Vec<product_translation::Model>, DbErr> {
-    let Some(text) = row.try_get::<Option<String>>("", TRANSLATIONS)? else {
-        return Ok(Vec::new());
-    };
-    let parsed: Vec<TranslationJson> = serde_json::from_str(&text)
-        .map_err(|e| DbErr::Type(format!("translations of {product_id}: {e}")))?;
-    let mut translations: Vec<product_translation::Model> = parsed
-        .into_iter()
-        .map(|t| product_translation::Model {
-            product_id,
-            language: t.language,
-            name: t.name,
-            category_path: t.category_path,
-            attributes: t.attributes,
-            updated_at: t.updated_at,
-        })
-        .collect();
-    translations.sort_by(|a, b| a.language.cmp(&b.language));
-    Ok(translations)
+/// The rows of child table `E` of each product as a JSON column.
+fn children_of<E: EntityTrait>(
+    backend: DbBackend,
+    product: E::Column,
+    first: Option<(&str, u64)>,
+) -> Expr {
+    children::column::<E>(backend, product, "products.id", first)
 }
 
 /// The rows of one page statement.
@@ -361,8 +332,35 @@ async fn read(
     } else {
         select.into_query()
     };
+    let backend = db.get_database_backend();
     if with.translations {
-        statement.expr_as(translations_column(db.get_database_backend()), TRANSLATIONS);
+        use product_translation::{Column, Entity};
+        statement.expr_as(
+            children_of::<Entity>(backend, Column::ProductId, None),
+            TRANSLATIONS,
+        );
+    }
+    if with.prices {
+        use current_price::{Column, Entity};
+        statement.expr_as(
+            children_of::<Entity>(backend, Column::ProductId, None),
+            PRICES,
+        );
+    }
+    if with.special_prices {
+        use special_price::{Column, Entity};
+        statement.expr_as(
+            children_of::<Entity>(backend, Column::ProductId, None),
+            SPECIAL_PRICES,
+        );
+    }
+    if let Some(n) = with.latest_prices {
+        use price_observation::{Column, Entity};
+        let newest = Some((prices::NEWEST_FIRST, n));
+        statement.expr_as(
+            children_of::<Entity>(backend, Column::ProductId, newest),
+            LATEST_PRICES,
+        );
     }
     let counted = match counted {
         Some(subquery) => {
@@ -372,8 +370,13 @@ async fn read(
         None => false,
     };
     let mut products = Vec::new();
-    let mut sellers = HashMap::new();
-    let mut translations = HashMap::new();
+    let mut related = Related {
+        sellers: with.sellers.then(HashMap::new),
+        translations: with.translations.then(HashMap::new),
+        prices: with.prices.then(HashMap::new),
+        special_prices: with.special_prices.then(HashMap::new),
+        latest_prices: with.latest_prices.map(|n| (n, HashMap::new())),
+    };
     let mut total = None;
     for row in db.query_all(&statement).await? {
         if counted && total.is_none() {
@@ -381,23 +384,37 @@ async fn read(
         }
         let product = product::Model::from_query_result(&row, "")?;
         // Decoded once per seller: pages often repeat one.
-        if with.sellers
+        if let Some(sellers) = &mut related.sellers
             && !sellers.contains_key(&product.seller_ref)
             && let Some(seller) = seller::Model::from_query_result_optional(&row, SELLER)?
         {
             sellers.insert(seller.id, seller);
         }
-        if with.translations {
-            translations.insert(product.id, translations_of(&row, product.id)?);
+        if let Some(map) = &mut related.translations {
+            let mut rows: Vec<product_translation::Model> = children::decode(&row, TRANSLATIONS)?;
+            rows.sort_by(|a, b| a.language.cmp(&b.language));
+            map.insert(product.id, rows);
+        }
+        if let Some(map) = &mut related.prices {
+            let mut rows = children::decode(&row, PRICES)?;
+            sort_current_prices(&mut rows);
+            map.insert(product.id, rows);
+        }
+        if let Some(map) = &mut related.special_prices {
+            let mut rows: Vec<special_price::Model> = children::decode(&row, SPECIAL_PRICES)?;
+            rows.sort_by_key(|r| r.id);
+            map.insert(product.id, rows);
+        }
+        if let Some((_, map)) = &mut related.latest_prices {
+            let mut rows: Vec<price_observation::Model> = children::decode(&row, LATEST_PRICES)?;
+            rows.sort_by_key(|r| std::cmp::Reverse((r.recorded_at, r.id)));
+            map.insert(product.id, rows);
         }
         products.push(product);
     }
     Ok(Rows {
         products,
-        related: Related {
-            sellers: with.sellers.then_some(sellers),
-            translations: with.translations.then_some(translations),
-        },
+        related,
         total,
     })
 }
@@ -446,16 +463,13 @@ pub async fn list(
     let mut rows = read(db, select.limit(page.page_size + 1), With::VIEW, None).await?;
     let has_more = rows.products.len() as u64 > page.page_size;
     rows.products.truncate(page.page_size as usize);
-    Ok((load_views(db, rows).await?, has_more))
+    Ok((views(rows), has_more))
 }
 
 /// One product by internal id.
 pub async fn get(db: &impl ConnectionTrait, id: Uuid) -> Result<ProductView, QueryError> {
     let rows = read(db, product::Entity::find_by_id(id), With::VIEW, None).await?;
-    load_views(db, rows)
-        .await?
-        .pop()
-        .ok_or(QueryError::NotFound)
+    views(rows).pop().ok_or(QueryError::NotFound)
 }
 
 /// Products by id, in the order of `ids` (unknown ids are skipped).
@@ -468,24 +482,25 @@ pub async fn get_many(db: &impl ConnectionTrait, ids: &[Uuid]) -> Result<Vec<Pro
     let mut found: HashMap<Uuid, product::Model> =
         rows.products.drain(..).map(|p| (p.id, p)).collect();
     rows.products = ids.iter().filter_map(|id| found.remove(id)).collect();
-    load_views(db, rows).await
+    Ok(views(rows))
 }
 
-/// Attaches prices and special prices to products read with their sellers
-/// and translations ([`With::VIEW`]): two statements whatever the number of
-/// products, sent concurrently (on a pool they run on two connections at
-/// once; in a transaction, one after the other).
-async fn load_views(db: &impl ConnectionTrait, rows: Rows) -> Result<Vec<ProductView>, DbErr> {
-    if rows.products.is_empty() {
-        return Ok(Vec::new());
-    }
-    let ids: Vec<Uuid> = rows.products.iter().map(|p| p.id).collect();
-    let (mut prices, mut special) =
-        tokio::try_join!(current_prices(db, &ids), special_prices(db, &ids))?;
-    let sellers = rows.related.sellers.unwrap_or_default();
-    let mut translations = rows.related.translations.unwrap_or_default();
-    Ok(rows
-        .products
+/// The products of rows read with [`With::VIEW`], with everything read with them.
+fn views(rows: Rows) -> Vec<ProductView> {
+    let Related {
+        sellers,
+        translations,
+        prices,
+        special_prices,
+        ..
+    } = rows.related;
+    let sellers = sellers.unwrap_or_default();
+    let (mut translations, mut prices, mut special) = (
+        translations.unwrap_or_default(),
+        prices.unwrap_or_default(),
+        special_prices.unwrap_or_default(),
+    );
+    rows.products
         .into_iter()
         .map(|product| ProductView {
             seller: sellers.get(&product.seller_ref).cloned(),
@@ -494,7 +509,7 @@ async fn load_views(db: &impl ConnectionTrait, rows: Rows) -> Result<Vec<Product
             translations: translations.remove(&product.id).unwrap_or_default(),
             product,
         })
-        .collect())
+        .collect()
 }
 
 fn group<K: std::hash::Hash + Eq, T>(rows: Vec<T>, key: impl Fn(&T) -> K) -> HashMap<K, Vec<T>> {
@@ -530,7 +545,13 @@ pub async fn current_prices(
         .filter(super::one_of(db, current_price::Column::ProductId, ids))
         .all(db)
         .await?;
-    // Sorted here, not in SQL: backends disagree on where NULL regions go.
+    sort_current_prices(&mut rows);
+    Ok(group(rows, |r| r.product_id))
+}
+
+/// The order of a product's current prices: country, region, auth status.
+/// Sorted here, not in SQL: backends disagree on where NULL regions go.
+fn sort_current_prices(rows: &mut [current_price::Model]) {
     rows.sort_by(|a, b| {
         (&a.country_code, &a.region_code, a.user_auth_status, a.id).cmp(&(
             &b.country_code,
@@ -539,7 +560,6 @@ pub async fn current_prices(
             b.id,
         ))
     });
-    Ok(group(rows, |r| r.product_id))
 }
 
 pub async fn special_prices(

@@ -19,7 +19,8 @@ use vitrina::seed::{self, SeedOptions};
 
 use crate::fixtures::{
     self, Observation, ProductSpec, insert_current_price, insert_observation, insert_product,
-    insert_seller, insert_session, insert_submission, observation, product, strings,
+    insert_seller, insert_session, insert_special_price, insert_submission, observation, product,
+    strings,
 };
 use crate::helpers::{TestApp, test_start};
 
@@ -1231,9 +1232,12 @@ async fn dashboard_query_runs_the_same_few_statements_for_10_and_100_products() 
         assert_eq!(nodes(&node["priceHistory"]).len(), 5);
     }
     assert_eq!(ten, hundred, "statements must not grow with the page");
-    // The key; the page with its sellers, translations and total; then one
-    // per relation left: the sellers' product counts, prices, history.
-    assert_eq!(hundred, 5, "one statement per relation, none per product");
+    // The key; the page with its sellers, translations, prices, latest
+    // history and total; then the sellers' product counts.
+    assert_eq!(
+        hundred, 3,
+        "one statement per nesting level, none per product"
+    );
 }
 
 #[tokio::test]
@@ -1491,6 +1495,165 @@ async fn translations_read_with_a_page_equal_those_loaded_apart() {
         })
         .collect();
     assert_eq!(rest, graphql);
+}
+
+/// A page reads its products' current prices, special prices and latest
+/// observations in its own statement (JSON columns); a seller's products
+/// load them apart, as does a page whose price histories differ in size.
+/// All give the same lists in the same order, and REST the same prices.
+#[tokio::test]
+async fn prices_read_with_a_page_equal_those_loaded_apart() {
+    use entity::UserAuthStatus::{Anonymous, Authenticated};
+
+    let app = TestApp::spawn().await;
+    let key = app.key("acme").await;
+    let shop = insert_seller(&app.db, fixtures::seller(Marketplace::Ozon, "77")).await;
+    let spec = |id: &str, minutes| ProductSpec {
+        marketplace: Marketplace::Ozon,
+        first_seen_at: test_start() - TimeDelta::minutes(minutes),
+        ..product(id)
+    };
+    let bare = insert_product(&app.db, &shop, spec("bare", 0)).await;
+    let priced = insert_product(&app.db, &shop, spec("priced", 1)).await;
+    let at = test_start() + TimeDelta::microseconds(654_321);
+    for (country_code, region_code, user_auth_status, price) in [
+        ("ru", Some("msk"), Authenticated, 101.5),
+        ("ru", None, Anonymous, 99.0),
+        ("kz", None, Authenticated, 530.25),
+    ] {
+        let variant = Observation {
+            country_code,
+            region_code,
+            user_auth_status,
+            price,
+            recorded_at: at,
+        };
+        insert_current_price(&app.db, priced.id, variant).await;
+    }
+    insert_special_price(&app.db, priced.id, "msk").await;
+    insert_special_price(&app.db, priced.id, "").await;
+    // Seven observations; the first two share a time (the later id is newer).
+    for (i, hours) in [0, 0, 1, 2, 3, 4, 5].into_iter().enumerate() {
+        let o = observation(90.0 + i as f64, at - TimeDelta::hours(hours));
+        insert_observation(&app.db, priced.id, o).await;
+    }
+
+    let prices = "prices { countryCode regionCode userAuthStatus price oldPrice currency \
+                  stockStatus stockQuantity recordedAt } \
+                  specialPrices { countryCode regionCode userAuthStatus min max }";
+    let history = |first: u32| {
+        format!(
+            "priceHistory(first: {first}) {{ pageInfo {{ hasNextPage }} edges {{ node {{ \
+             price oldPrice currency stockStatus stockQuantity recordedAt }} }} }}"
+        )
+    };
+    let node = format!("id {prices} {}", history(3));
+    let paged = data(
+        &app,
+        &key,
+        &format!("{{ products(first: 10) {{ nodes {{ {node} }} }} }}"),
+        json!({}),
+    )
+    .await;
+    let apart = data(
+        &app,
+        &key,
+        &format!(
+            "{{ sellers(lookup: {{ marketplace: OZON, sellerId: \"77\" }}) \
+             {{ products(first: 10) {{ nodes {{ {node} }} }} }} }}"
+        ),
+        json!({}),
+    )
+    .await;
+    let two_sizes = data(
+        &app,
+        &key,
+        &format!(
+            "{{ products(first: 10) {{ nodes {{ {node} more: {} }} }} }}",
+            history(10)
+        ),
+        json!({}),
+    )
+    .await;
+    let of = |list: &Value, id: Uuid| -> Value {
+        let node = list["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["id"] == json!(id))
+            .unwrap()
+            .clone();
+        json!([node["prices"], node["specialPrices"], node["priceHistory"]])
+    };
+    for id in [bare.id, priced.id] {
+        let expected = of(&paged["products"], id);
+        assert_eq!(of(&apart["sellers"][0]["products"], id), expected);
+        assert_eq!(of(&two_sizes["products"], id), expected);
+    }
+
+    let bare = of(&paged["products"], bare.id);
+    assert_eq!(
+        bare,
+        json!([[], [], { "pageInfo": { "hasNextPage": false }, "edges": [] }])
+    );
+    let shown = of(&paged["products"], priced.id);
+    let variants: Vec<Value> = shown[0]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            json!([
+                p["countryCode"],
+                p["regionCode"],
+                p["price"],
+                p["recordedAt"]
+            ])
+        })
+        .collect();
+    let time = at.to_rfc3339_opts(SecondsFormat::AutoSi, true);
+    assert_eq!(
+        variants,
+        [
+            json!(["kz", null, 530.25, time]),
+            json!(["ru", null, 99.0, time]),
+            json!(["ru", "msk", 101.5, time]),
+        ]
+    );
+    assert_eq!(shown[1].as_array().map(Vec::len), Some(2));
+    let latest: Vec<Value> = nodes(&shown[2])
+        .iter()
+        .map(|n| n["price"].clone())
+        .collect();
+    assert_eq!(latest, [json!(91.0), json!(90.0), json!(92.0)]);
+    assert_eq!(shown[2]["pageInfo"]["hasNextPage"], true);
+    assert_eq!(nodes(&shown[2])[0]["recordedAt"], json!(time));
+    let more = two_sizes["products"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["id"] == json!(priced.id))
+        .unwrap()["more"]
+        .clone();
+    assert_eq!(nodes(&more).len(), 7);
+    assert_eq!(more["pageInfo"]["hasNextPage"], false);
+
+    let rest = app
+        .json_as(&key, &format!("/v1/products/{}", priced.id))
+        .await;
+    let rest_variants: Vec<Value> = rest["data"]["prices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            json!([
+                p["country_code"],
+                p["region_code"],
+                p["price"],
+                p["recorded_at"]
+            ])
+        })
+        .collect();
+    assert_eq!(rest_variants, variants);
 }
 
 #[tokio::test]

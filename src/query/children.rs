@@ -1,0 +1,73 @@
+//! A parent's child rows (a product's translations, prices, latest
+//! observations) read by the parent's own statement, as one JSON array
+//! column per child table: a correlated subquery per parent row, instead of
+//! one more statement per relation. JSON rather than joined rows, because
+//! two child lists joined to one page would multiply each other's rows.
+//!
+//! The JSON objects carry every column under its own name, so the child's
+//! model deserializes from them directly. Child tables hold no boolean
+//! columns (SQLite would give 0 or 1, which a `bool` does not accept).
+
+use sea_orm::sea_query::Expr;
+use sea_orm::{
+    ColumnTrait, ColumnType, DbBackend, DbErr, EntityTrait, IdenStatic, Iterable, QueryResult,
+};
+use serde::de::DeserializeOwned;
+
+/// The rows of `E` whose `parent` column equals `outer` (a column of the
+/// enclosing statement, e.g. `products.id`), as a JSON array of objects:
+/// all of them, or the first `n` in a fixed SQL order (e.g.
+/// `"recorded_at DESC, id DESC"`). NULL or `[]` when there are none.
+pub fn column<E: EntityTrait>(
+    backend: DbBackend,
+    parent: E::Column,
+    outer: &str,
+    first: Option<(&str, u64)>,
+) -> Expr {
+    let table = E::default().table_name().to_owned();
+    let parent = parent.as_str();
+    let fields = E::Column::iter()
+        .map(|c| {
+            let name = c.as_str();
+            format!("'{name}', {}", value(backend, c, name))
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let limit = match first {
+        Some((order_by, n)) => format!(" ORDER BY {order_by} LIMIT {n}"),
+        None => String::new(),
+    };
+    let rows = format!("(SELECT * FROM {table} WHERE {parent} = {outer}{limit}) t");
+    Expr::cust(match backend {
+        DbBackend::Postgres => {
+            format!("(SELECT json_agg(json_build_object({fields}))::text FROM {rows})")
+        }
+        _ => format!("(SELECT json_group_array(json_object({fields})) FROM {rows})"),
+    })
+}
+
+/// Column `name` of the child row `t` as a JSON value. On SQLite: JSON is
+/// kept as text (`json()` embeds it); UUIDs are blobs, which JSON cannot
+/// hold (hex digits, which a UUID parses from); and its JSON writes a real
+/// with 15 digits (110.39999999999999 as 110.4), so reals are written with
+/// 17, enough to read back the same `f64`.
+fn value(backend: DbBackend, column: impl ColumnTrait, name: &str) -> String {
+    match (backend, column.def().get_column_type()) {
+        (DbBackend::Sqlite, ColumnType::Json | ColumnType::JsonBinary) => format!("json(t.{name})"),
+        (DbBackend::Sqlite, ColumnType::Uuid) => format!("hex(t.{name})"),
+        (DbBackend::Sqlite, ColumnType::Double | ColumnType::Float) => format!(
+            "CASE WHEN t.{name} IS NULL THEN NULL ELSE json(printf('%!.17g', t.{name})) END"
+        ),
+        _ => format!("t.{name}"),
+    }
+}
+
+/// The child rows in column `alias` of `row` (see [`column`]), in SQL's
+/// order; callers that need one sort them.
+pub fn decode<M: DeserializeOwned>(row: &QueryResult, alias: &str) -> Result<Vec<M>, DbErr> {
+    match row.try_get::<Option<String>>("", alias)? {
+        Some(text) => serde_json::from_str(&text)
+            .map_err(|e| DbErr::Type(format!("{alias} read as JSON: {e}"))),
+        None => Ok(Vec::new()),
+    }
+}
