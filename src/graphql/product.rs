@@ -112,6 +112,13 @@ pub async fn product_connection(
 pub fn read_with(nodes: &[Lookahead<'_>]) -> products::With {
     let asks = |name: &str| nodes.iter().any(|n| n.field(name).exists());
     products::With {
+        details: products::Details {
+            category_path: asks("categoryPath"),
+            attributes: asks("attributes"),
+            image_gallery: asks("imageGallery"),
+            video_gallery: asks("videoGallery"),
+            stats: asks("stats"),
+        },
         sellers: asks("seller"),
         translations: asks("translations"),
         prices: asks("prices"),

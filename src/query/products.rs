@@ -10,7 +10,7 @@ use entity::{
 };
 use sea_orm::sea_query::{Asterisk, Expr, Query, SelectStatement};
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DbBackend, DbErr, EntityTrait, ExprTrait,
+    ColumnTrait, ColumnType, Condition, ConnectionTrait, DbBackend, DbErr, EntityTrait, ExprTrait,
     FromQueryResult, IdenStatic, Iterable, QueryFilter, QueryOrder, QueryResult, QuerySelect,
     QueryTrait, Select,
 };
@@ -192,6 +192,8 @@ impl ProductKey {
 /// What a page statement reads with each product, besides the product.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct With {
+    /// The product's JSON documents; those not asked for come back empty.
+    pub details: Details,
     /// The product's seller, joined.
     pub sellers: bool,
     /// The product's translations (a JSON column, like the lists below).
@@ -207,12 +209,66 @@ pub struct With {
 impl With {
     /// Everything a REST product shows.
     const VIEW: With = With {
+        details: Details::ALL,
         sellers: true,
         translations: true,
         prices: true,
         special_prices: true,
         latest_prices: None,
     };
+}
+
+/// The product columns that hold JSON documents. The database converts each
+/// one per row it sends (a product page of only scalars is read in half the
+/// time), so a page reads those its query shows; the others are read as
+/// empty values (`[]`, or NULL where the column allows it).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Details {
+    pub category_path: bool,
+    pub attributes: bool,
+    pub image_gallery: bool,
+    pub video_gallery: bool,
+    pub stats: bool,
+}
+
+impl Details {
+    pub const ALL: Details = Details {
+        category_path: true,
+        attributes: true,
+        image_gallery: true,
+        video_gallery: true,
+        stats: true,
+    };
+
+    /// Whether a page reads `column`; the others come back empty. The
+    /// search keys are never read: only filters use them.
+    fn reads(self, column: product::Column) -> bool {
+        use product::Column::*;
+        match column {
+            CategoryPath => self.category_path,
+            Attributes => self.attributes,
+            ImageGallery => self.image_gallery,
+            VideoGallery => self.video_gallery,
+            Stats => self.stats,
+            BrandKey | SellerCodeKey | NameSearch => false,
+            _ => true,
+        }
+    }
+}
+
+/// The empty value of product column `column`, typed as the column is.
+fn empty(backend: DbBackend, column: product::Column) -> Expr {
+    let def = column.def();
+    let json = matches!(
+        def.get_column_type(),
+        ColumnType::Json | ColumnType::JsonBinary
+    );
+    Expr::cust(match (def.is_null(), json, backend) {
+        (true, _, _) => "NULL",
+        (false, true, DbBackend::Postgres) => "'[]'::jsonb",
+        (false, true, _) => "'[]'",
+        (false, false, _) => "''",
+    })
 }
 
 /// What a page statement read with its products, by product or seller id;
@@ -323,6 +379,14 @@ async fn read(
     with: With,
     counted: Option<SelectStatement>,
 ) -> Result<Rows, DbErr> {
+    let backend = db.get_database_backend();
+    let mut select = select.select_only();
+    for column in product::Column::iter() {
+        select = match with.details.reads(column) {
+            true => select.column(column),
+            false => select.expr_as(empty(backend, column), column.as_str()),
+        };
+    }
     let mut statement = if with.sellers {
         let mut joined = select.left_join(seller::Entity);
         for column in seller::Column::iter() {
@@ -332,7 +396,6 @@ async fn read(
     } else {
         select.into_query()
     };
-    let backend = db.get_database_backend();
     if with.translations {
         use product_translation::{Column, Entity};
         statement.expr_as(

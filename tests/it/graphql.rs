@@ -482,6 +482,76 @@ async fn products_are_the_same_objects_as_on_rest() {
     assert_eq!(as_rest(by_id["product"].clone()), rest["data"]);
 }
 
+/// A page reads the JSON documents of its products (category path,
+/// attributes, galleries, stats) only when its query shows them, and never
+/// the search keys; asked through fragments and aliases, each is the one
+/// REST shows.
+#[tokio::test]
+async fn a_page_reads_only_the_documents_its_query_shows() {
+    let (app, key) = demo_app(60).await;
+    let rest = app.json_as(&key, "/v1/products?page_size=100").await;
+    let rest = rest["data"].as_array().unwrap();
+
+    let from = app.statements();
+    data(
+        &app,
+        &key,
+        "{ products(first: 100) { nodes { id name } } }",
+        json!({}),
+    )
+    .await;
+    let texts = app.statement_texts(from);
+    let page = texts
+        .iter()
+        .find(|s| s.contains("FROM \"products\""))
+        .unwrap();
+    let columns = &page[..page.find(" FROM ").unwrap()];
+    for column in [
+        "category_path",
+        "attributes",
+        "image_gallery",
+        "video_gallery",
+        "stats",
+        "brand_key",
+        "seller_code_key",
+        "name_search",
+    ] {
+        let read = format!("\"products\".\"{column}\"");
+        assert!(!columns.contains(&read), "{column} read: {columns}");
+    }
+
+    let shown = data(
+        &app,
+        &key,
+        "query { products(first: 100) { edges { node { id ... on Product { categoryPath } ...Docs } } } }
+         fragment Docs on Product { attrs: attributes imageGallery videoGallery stats }",
+        json!({}),
+    )
+    .await;
+    let shown = nodes(&shown["products"]);
+    assert_eq!(shown.len(), rest.len());
+    assert!(
+        rest.iter().any(|p| p["stats"].is_object()),
+        "stats to compare"
+    );
+    for (node, rest) in shown.iter().zip(rest) {
+        assert_eq!(node["id"], rest["id"]);
+        for (graphql, rest_name) in [
+            ("categoryPath", "category_path"),
+            ("attrs", "attributes"),
+            ("imageGallery", "image_gallery"),
+            ("videoGallery", "video_gallery"),
+            ("stats", "stats"),
+        ] {
+            assert_eq!(
+                node[graphql], rest[rest_name],
+                "{graphql} of {}",
+                rest["id"]
+            );
+        }
+    }
+}
+
 const PRICE_HISTORY: &str = r#"query($id: UUID!, $filter: PriceHistoryFilterInput) {
   priceHistory(productId: $id, filter: $filter, first: 100) {
     totalCount pageInfo { hasNextPage } edges { node { ...RestPrice } }
