@@ -12,6 +12,7 @@
 mod connection;
 mod error;
 mod graphiql;
+mod inline;
 mod loaders;
 mod order;
 mod page;

@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use super::connection::{self, Args, Conn};
 use super::error::gql;
+use super::inline::Inline;
 use super::page::Page;
 use super::request;
 use super::scalars::Timestamp;
@@ -75,8 +76,8 @@ impl PriceTotal {
     }
 }
 
-pub type ProductConnection = Conn<Product, ProductTotal>;
-pub type PriceConnection = Conn<PriceObservation, PriceTotal>;
+pub type ProductConnection = Conn<Inline<Product>, ProductTotal>;
+pub type PriceConnection = Conn<Inline<PriceObservation>, PriceTotal>;
 
 /// Products as a connection, newest first. The page statement also reads
 /// the sellers, the translations and the total when the query asks for them.
@@ -183,7 +184,7 @@ pub async fn price_connection(
         slice,
         PriceTotal(product_id, filter),
         ObservationKey::of,
-        PriceObservation::from,
+        |row| Inline(PriceObservation::from(row)),
     ))
 }
 
@@ -197,9 +198,9 @@ impl Product {
     pub fn paged(
         products: &[product::Model],
         related: Related,
-    ) -> impl Fn(product::Model) -> Product + use<> {
+    ) -> impl Fn(product::Model) -> Inline<Product> + use<> {
         let page = Page::new(products, related);
-        move |model| Product(model, page.clone())
+        move |model| Inline(Product(model, page.clone()))
     }
 }
 
@@ -255,14 +256,14 @@ impl Product {
         &self.0.video_gallery.0
     }
     /// The full seller record.
-    async fn seller(&self, ctx: &Context<'_>) -> Result<Option<Seller>> {
+    async fn seller(&self, ctx: &Context<'_>) -> Result<Option<Inline<Seller>>> {
         let model = self
             .1
             .seller(&request(ctx).loaders, self.0.seller_ref)
             .await;
         Ok(model
             .map_err(gql)?
-            .map(|m| Seller::of_product(m, self.1.clone())))
+            .map(|m| Inline(Seller::of_product(m, self.1.clone()))))
     }
     /// The seller's own SKU for this product.
     async fn seller_code(&self) -> &str {
@@ -277,17 +278,17 @@ impl Product {
         self.0.price_flagged
     }
     /// Current price observations, one per country, region and auth status.
-    async fn prices(&self, ctx: &Context<'_>) -> Result<Vec<PriceObservation>> {
+    async fn prices(&self, ctx: &Context<'_>) -> Result<Vec<Inline<PriceObservation>>> {
         let rows = self.1.prices(&request(ctx).loaders, self.0.id).await;
         Ok(rows
             .map_err(gql)?
             .unwrap_or_default()
             .into_iter()
-            .map(Into::into)
+            .map(|row| Inline(row.into()))
             .collect())
     }
     /// Special (promotional) price ranges per country, region and auth status.
-    async fn special_prices(&self, ctx: &Context<'_>) -> Result<Vec<SpecialPrice>> {
+    async fn special_prices(&self, ctx: &Context<'_>) -> Result<Vec<Inline<SpecialPrice>>> {
         let rows = self
             .1
             .special_prices(&request(ctx).loaders, self.0.id)
@@ -296,7 +297,7 @@ impl Product {
             .map_err(gql)?
             .unwrap_or_default()
             .into_iter()
-            .map(Into::into)
+            .map(|row| Inline(row.into()))
             .collect())
     }
     /// Statistics, when known.
@@ -312,13 +313,13 @@ impl Product {
         &self.0.default_language
     }
     /// Known-language translations.
-    async fn translations(&self, ctx: &Context<'_>) -> Result<Vec<Translation>> {
+    async fn translations(&self, ctx: &Context<'_>) -> Result<Vec<Inline<Translation>>> {
         let rows = self.1.translations(&request(ctx).loaders, self.0.id).await;
         Ok(rows
             .map_err(gql)?
             .unwrap_or_default()
             .into_iter()
-            .map(Into::into)
+            .map(|row| Inline(row.into()))
             .collect())
     }
     /// When the product was first seen.

@@ -5,6 +5,7 @@ use entity::Marketplace;
 use uuid::Uuid;
 
 use super::connection::Args;
+use super::inline::Inline;
 use super::product::{
     PriceConnection, PriceHistoryFilterInput, Product, ProductConnection, price_connection,
     product_connection, read_with,
@@ -48,7 +49,7 @@ impl QueryRoot {
     }
 
     /// One product by its internal id; NOT_FOUND when unknown.
-    async fn product(&self, ctx: &Context<'_>, id: Uuid) -> Result<Product> {
+    async fn product(&self, ctx: &Context<'_>, id: Uuid) -> Result<Inline<Product>> {
         let with = read_with(&[ctx.look_ahead()]);
         let (model, related) = products::by_id(&request(ctx).state.db, id, with)
             .await
@@ -95,9 +96,16 @@ impl QueryRoot {
 
     /// Sellers matching every given identifying parameter, ordered by
     /// marketplace then sellerId. One TIN may sell on several marketplaces.
-    async fn sellers(&self, ctx: &Context<'_>, lookup: SellerLookup) -> Result<Vec<Seller>> {
+    async fn sellers(
+        &self,
+        ctx: &Context<'_>,
+        lookup: SellerLookup,
+    ) -> Result<Vec<Inline<Seller>>> {
         let found = sellers::find(&request(ctx).state.db, &lookup).await?;
-        Ok(found.into_iter().map(Seller::counted).collect())
+        Ok(found
+            .into_iter()
+            .map(|s| Inline(Seller::counted(s)))
+            .collect())
     }
 
     /// Categories of one marketplace from the latest daily snapshot (may lag

@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use super::connection::{self, Args, Conn, Total};
 use super::error::gql;
+use super::inline::Inline;
 use super::page::{MergedProducts, Page};
 use super::product::{Product, ProductConnection, ProductTotal};
 use super::request;
@@ -176,7 +177,7 @@ impl ScrapeSession {
             .iter()
             .filter_map(|s| {
                 let model = sessions::merged_product(s).and_then(|id| found.get(&id).cloned())?;
-                Some((SubmissionKey(s.id), Product(model, page.clone())))
+                Some((SubmissionKey(s.id), Inline(Product(model, page.clone()))))
             })
             .collect();
         let slice = Slice {
@@ -253,7 +254,7 @@ impl Submission {
         self.0.status
     }
     /// The merged product; null until the submission is merged.
-    async fn product(&self, ctx: &Context<'_>) -> Result<Option<Product>> {
+    async fn product(&self, ctx: &Context<'_>) -> Result<Option<Inline<Product>>> {
         let Some(id) = sessions::merged_product(&self.0) else {
             return Ok(None);
         };
@@ -262,6 +263,6 @@ impl Submission {
             .product(&request(ctx).loaders, id)
             .await
             .map_err(gql)?;
-        Ok(found.map(|(model, page)| Product(model, page)))
+        Ok(found.map(|(model, page)| Inline(Product(model, page))))
     }
 }

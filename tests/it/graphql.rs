@@ -2225,6 +2225,114 @@ async fn fields_are_answered_in_the_order_the_query_asks_for_them() {
     assert!(text.find(r#""a":"#) < text.find(r#""b":"#), "{text}");
 }
 
+/// Objects are answered as the query selects their fields: aliases,
+/// `__typename`, fragments, a key asked twice merged at its first place,
+/// `@skip` and `@include`, in the query's order.
+#[tokio::test]
+async fn an_objects_fields_are_answered_as_the_query_selects_them() {
+    let (app, key) = demo_app(3).await;
+    let query = "query($no: Boolean!) { products(first: 2) { edges { node {
+          __typename id ident: id
+          seller { name }
+          seller { tin __typename }
+          ... on Product { brand }
+          ...More
+          name @skip(if: true)
+          marketplace @include(if: $no)
+          priceHistory(first: 2) { edges { node { __typename p: price } } }
+        } } } }
+        fragment More on Product { seller { sellerId } url }";
+    let body = app
+        .post_as(
+            &key,
+            "/graphql",
+            &json!({ "query": query, "variables": { "no": false } }),
+        )
+        .await;
+    let text = body.text().await.unwrap();
+    let answer: Value = serde_json::from_str(&text).unwrap();
+    let plain = data(
+        &app,
+        &key,
+        "{ products(first: 2) { edges { node { id brand url
+           seller { name tin sellerId } priceHistory(first: 2) { edges { node { price } } } } } } }",
+        json!({}),
+    )
+    .await;
+    let (got, want) = (
+        nodes(&answer["data"]["products"]),
+        nodes(&plain["products"]),
+    );
+    assert_eq!(got.len(), 2, "{text}");
+    // In query order: the first node's text.
+    let first = &text[text.find(r#""node":{"#).unwrap()..text.find(r#"}},{"node""#).unwrap()];
+    let at = |key: &str| {
+        first
+            .find(key)
+            .unwrap_or_else(|| panic!("{key} in {first}"))
+    };
+    let order = [
+        r#""__typename":"Product""#,
+        r#""id":"#,
+        r#""ident":"#,
+        r#""seller":{"name":"#,
+        r#""tin":"#,
+        r#""__typename":"Seller""#,
+        r#""sellerId":"#,
+        r#""brand":"#,
+        r#""url":"#,
+        r#""priceHistory":"#,
+    ];
+    assert!(order.windows(2).all(|w| at(w[0]) < at(w[1])), "{first}");
+    for (node, want) in got.iter().zip(&want) {
+        let keys: Vec<&str> = node
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "__typename",
+                "brand",
+                "id",
+                "ident",
+                "priceHistory",
+                "seller",
+                "url"
+            ],
+            "{text}"
+        );
+        assert_eq!(node["__typename"], "Product");
+        assert_eq!((&node["id"], &node["ident"]), (&want["id"], &want["id"]));
+        let seller: Vec<&str> = node["seller"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(seller, ["__typename", "name", "sellerId", "tin"]);
+        for field in ["name", "tin", "sellerId"] {
+            assert_eq!(node["seller"][field], want["seller"][field], "{field}");
+        }
+        assert_eq!(node["seller"]["__typename"], "Seller");
+        assert_eq!(
+            (&node["brand"], &node["url"]),
+            (&want["brand"], &want["url"])
+        );
+        let prices = nodes(&node["priceHistory"]);
+        let wanted = nodes(&want["priceHistory"]);
+        assert_eq!(prices.len(), wanted.len());
+        for (price, wanted) in prices.iter().zip(&wanted) {
+            assert_eq!(
+                price,
+                &json!({ "__typename": "PriceObservation", "p": wanted["price"] })
+            );
+        }
+    }
+}
+
 #[tokio::test]
 async fn graphql_response_media_type_is_used_when_accepted_and_json_otherwise() {
     let app = TestApp::spawn().await;
