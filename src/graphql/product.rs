@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use async_graphql::{Context, InputObject, Json, Lookahead, Object, Result, Value};
 use entity::{Marketplace, TrustStatus, UserAuthStatus, product};
+use sea_orm::{EntityTrait, IdenStatic};
 use uuid::Uuid;
 
 use super::connection::{self, Args, Conn};
@@ -13,6 +14,7 @@ use super::page::Page;
 use super::request;
 use super::scalars::Timestamp;
 use super::seller::Seller;
+use crate::query::children::Columns;
 use crate::query::prices::{self, ObservationKey, PriceHistoryFilter};
 use crate::query::products::{self, ProductFilter, ProductKey, Related};
 use crate::rest::dto::{self, Attributes, PriceObservation, SpecialPrice, Translation};
@@ -111,7 +113,22 @@ pub async fn product_connection(
 /// What a page statement should read with its products, from the
 /// selections of its `nodes` (a list's `nodes` and `edges.node`, or one product).
 pub fn read_with(nodes: &[Lookahead<'_>]) -> products::With {
+    use entity::{current_price as current, price_observation as history};
+    use entity::{product_translation as translation, special_price as special};
     let asks = |name: &str| nodes.iter().any(|n| n.field(name).exists());
+    let at = |path: &[&str]| -> Vec<Lookahead<'_>> {
+        nodes
+            .iter()
+            .map(|n| {
+                path[1..]
+                    .iter()
+                    .fold(n.field(path[0]), |at, name| at.field(name))
+            })
+            .filter(Lookahead::exists)
+            .collect()
+    };
+    let mut history_nodes = at(&["priceHistory", "edges", "node"]);
+    history_nodes.extend(at(&["priceHistory", "nodes"]));
     products::With {
         details: products::Details {
             category_path: asks("categoryPath"),
@@ -121,11 +138,47 @@ pub fn read_with(nodes: &[Lookahead<'_>]) -> products::With {
             stats: asks("stats"),
         },
         sellers: asks("seller"),
-        translations: asks("translations"),
-        prices: asks("prices"),
-        special_prices: asks("specialPrices"),
-        latest_prices: latest_prices_asked(nodes),
+        translations: shown::<translation::Entity>(&at(&["translations"]), &["language"]),
+        prices: shown::<current::Entity>(
+            &at(&["prices"]),
+            &["id", "country_code", "region_code", "user_auth_status"],
+        ),
+        special_prices: shown::<special::Entity>(&at(&["specialPrices"]), &["id"]),
+        latest_prices: latest_prices_asked(nodes).map(|n| {
+            let sorted_by = ["id", "recorded_at"];
+            let columns = shown::<history::Entity>(&history_nodes, &sorted_by);
+            (
+                n,
+                columns.unwrap_or(Columns::of::<history::Entity>(|_| false)),
+            )
+        }),
     }
+}
+
+/// The columns of child table `E` that the `selections` of its list show
+/// (a column's field is its name in camelCase), and those the rows are
+/// `sorted_by`; `None` when the list is not asked for.
+fn shown<E: EntityTrait>(selections: &[Lookahead<'_>], sorted_by: &[&str]) -> Option<Columns> {
+    (!selections.is_empty()).then(|| {
+        Columns::of::<E>(|column| {
+            let name = column.as_str();
+            sorted_by.contains(&name) || selections.iter().any(|s| s.field(&camel(name)).exists())
+        })
+    })
+}
+
+/// `snake_case` in `camelCase`, as async-graphql names fields.
+fn camel(snake: &str) -> String {
+    let mut parts = snake.split('_');
+    let first = parts.next().unwrap_or_default().to_owned();
+    parts.fold(first, |mut name, part| {
+        let mut chars = part.chars();
+        if let Some(c) = chars.next() {
+            name.extend(c.to_uppercase());
+            name.push_str(chars.as_str());
+        }
+        name
+    })
 }
 
 /// The number of latest observations to read with a page: when every

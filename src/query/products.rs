@@ -16,8 +16,9 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
+use super::children::{self, Columns};
 use super::keyset::{Key, Slice, Window};
-use super::{MAX_CONTAINS_LEN, Page, QueryError, children, contains_pattern, prices};
+use super::{MAX_CONTAINS_LEN, Page, QueryError, contains_pattern, prices};
 use crate::text;
 
 /// The filters of products (REST `GET /v1/products`, GraphQL `products`),
@@ -196,14 +197,15 @@ pub struct With {
     pub details: Details,
     /// The product's seller, joined.
     pub sellers: bool,
-    /// The product's translations (a JSON column, like the lists below).
-    pub translations: bool,
+    /// The product's translations (a JSON column, like the lists below),
+    /// with the columns to read.
+    pub translations: Option<Columns>,
     /// The product's current prices.
-    pub prices: bool,
+    pub prices: Option<Columns>,
     /// The product's special prices.
-    pub special_prices: bool,
+    pub special_prices: Option<Columns>,
     /// The product's latest `n` price observations.
-    pub latest_prices: Option<u64>,
+    pub latest_prices: Option<(u64, Columns)>,
 }
 
 impl With {
@@ -211,9 +213,9 @@ impl With {
     const VIEW: With = With {
         details: Details::ALL,
         sellers: true,
-        translations: true,
-        prices: true,
-        special_prices: true,
+        translations: Some(Columns::ALL),
+        prices: Some(Columns::ALL),
+        special_prices: Some(Columns::ALL),
         latest_prices: None,
     };
 }
@@ -358,8 +360,9 @@ fn children_of<E: EntityTrait>(
     backend: DbBackend,
     product: E::Column,
     first: Option<(&str, u64)>,
+    columns: Columns,
 ) -> Expr {
-    children::column::<E>(backend, product, "products.id", first)
+    children::column::<E>(backend, product, "products.id", first, columns)
 }
 
 /// The rows of one page statement.
@@ -396,32 +399,32 @@ async fn read(
     } else {
         select.into_query()
     };
-    if with.translations {
+    if let Some(columns) = with.translations {
         use product_translation::{Column, Entity};
         statement.expr_as(
-            children_of::<Entity>(backend, Column::ProductId, None),
+            children_of::<Entity>(backend, Column::ProductId, None, columns),
             TRANSLATIONS,
         );
     }
-    if with.prices {
+    if let Some(columns) = with.prices {
         use current_price::{Column, Entity};
         statement.expr_as(
-            children_of::<Entity>(backend, Column::ProductId, None),
+            children_of::<Entity>(backend, Column::ProductId, None, columns),
             PRICES,
         );
     }
-    if with.special_prices {
+    if let Some(columns) = with.special_prices {
         use special_price::{Column, Entity};
         statement.expr_as(
-            children_of::<Entity>(backend, Column::ProductId, None),
+            children_of::<Entity>(backend, Column::ProductId, None, columns),
             SPECIAL_PRICES,
         );
     }
-    if let Some(n) = with.latest_prices {
+    if let Some((n, columns)) = with.latest_prices {
         use price_observation::{Column, Entity};
         let newest = Some((prices::NEWEST_FIRST, n));
         statement.expr_as(
-            children_of::<Entity>(backend, Column::ProductId, newest),
+            children_of::<Entity>(backend, Column::ProductId, newest, columns),
             LATEST_PRICES,
         );
     }
@@ -435,10 +438,10 @@ async fn read(
     let mut products = Vec::new();
     let mut related = Related {
         sellers: with.sellers.then(HashMap::new),
-        translations: with.translations.then(HashMap::new),
-        prices: with.prices.then(HashMap::new),
-        special_prices: with.special_prices.then(HashMap::new),
-        latest_prices: with.latest_prices.map(|n| (n, HashMap::new())),
+        translations: with.translations.map(|_| HashMap::new()),
+        prices: with.prices.map(|_| HashMap::new()),
+        special_prices: with.special_prices.map(|_| HashMap::new()),
+        latest_prices: with.latest_prices.map(|(n, _)| (n, HashMap::new())),
     };
     let mut total = None;
     for row in db.query_all(&statement).await? {

@@ -552,6 +552,76 @@ async fn a_page_reads_only_the_documents_its_query_shows() {
     }
 }
 
+/// A page reads the columns of its products' child lists (translations,
+/// prices, special prices, latest price history) that its query shows, and
+/// each list shows what the same list shows when asked for every field.
+#[tokio::test]
+async fn a_page_reads_only_the_child_columns_its_query_shows() {
+    let (app, key) = demo_app(40).await;
+    let some = "{ products(first: 100) { edges { node { id
+        translations { name }
+        prices { currency }
+        specialPrices { max }
+        priceHistory(first: 3) { edges { node { price } } nodes { stockQuantity } } } } } }";
+    let from = app.statements();
+    let partial = data(&app, &key, some, json!({})).await;
+    let texts = app.statement_texts(from);
+    let page = texts
+        .iter()
+        .find(|s| s.contains("FROM \"products\""))
+        .unwrap();
+    for column in [
+        "t.product_id",
+        "t.attributes",
+        "t.updated_at",
+        "t.old_price",
+        "t.recorded_at",
+    ] {
+        let read = page.matches(column).count();
+        // Only the latest history sorts by recorded_at; nothing else reads these.
+        let expected = usize::from(column == "t.recorded_at");
+        assert_eq!(read, expected, "{column} in {page}");
+    }
+
+    let every = "{ products(first: 100) { edges { node { id
+        translations { language name categoryPath attributes updatedAt }
+        prices { countryCode regionCode userAuthStatus price oldPrice currency stockStatus stockQuantity recordedAt }
+        specialPrices { countryCode regionCode userAuthStatus min max }
+        priceHistory(first: 3) { edges { node { price stockQuantity } } } } } } }";
+    let full = data(&app, &key, every, json!({})).await;
+    let (partial, full) = (nodes(&partial["products"]), nodes(&full["products"]));
+    assert_eq!(partial.len(), full.len());
+    let pick = |list: &Value, field: &str| -> Vec<Value> {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .map(|row| row[field].clone())
+            .collect()
+    };
+    let mut stocked = 0;
+    for (partial, full) in partial.iter().zip(&full) {
+        assert_eq!(
+            pick(&partial["translations"], "name"),
+            pick(&full["translations"], "name")
+        );
+        assert_eq!(
+            pick(&partial["prices"], "currency"),
+            pick(&full["prices"], "currency")
+        );
+        assert_eq!(
+            pick(&partial["specialPrices"], "max"),
+            pick(&full["specialPrices"], "max")
+        );
+        let history = Value::Array(nodes(&full["priceHistory"]));
+        let shown = Value::Array(nodes(&partial["priceHistory"]));
+        assert_eq!(pick(&shown, "price"), pick(&history, "price"));
+        let quantities = pick(&partial["priceHistory"]["nodes"], "stockQuantity");
+        assert_eq!(quantities, pick(&history, "stockQuantity"));
+        stocked += quantities.iter().filter(|q| q.is_number()).count();
+    }
+    assert!(stocked > 0, "stock quantities to compare");
+}
+
 const PRICE_HISTORY: &str = r#"query($id: UUID!, $filter: PriceHistoryFilterInput) {
   priceHistory(productId: $id, filter: $filter, first: 100) {
     totalCount pageInfo { hasNextPage } edges { node { ...RestPrice } }
