@@ -21,7 +21,8 @@ use sea_orm::{
 use serde::de::DeserializeOwned;
 
 /// The columns of a child table a statement reads, by their place in the
-/// entity. Text columns are read whatever is asked (they cost next to
+/// entity, besides its parent column, which is never read (every row of the
+/// list belongs to the parent it is read with). Text columns are read whatever is asked (they cost next to
 /// nothing, and an enum kept as text has no empty value); any other column
 /// left out comes back as the empty value of its type (NULL, `[]`, 0, the
 /// nil UUID, the epoch), so the row still reads into the model. The caller
@@ -62,10 +63,13 @@ pub fn column<E: EntityTrait>(
     let parent = parent.as_str();
     let fields = E::Column::iter()
         .enumerate()
-        .map(|(at, c)| match columns.reads(at) || is_text(c) {
-            true => value(backend, c, c.as_str()),
-            false => empty(backend, c).to_owned(),
-        })
+        // The parent column is the parent's own id: no reader needs it.
+        .map(
+            |(at, c)| match c.as_str() != parent && (columns.reads(at) || is_text(c)) {
+                true => value(backend, c, c.as_str()),
+                false => empty(backend, c).to_owned(),
+            },
+        )
         .collect::<Vec<_>>()
         .join(", ");
     let limit = match first {
