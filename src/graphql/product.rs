@@ -138,31 +138,24 @@ pub fn read_with(nodes: &[Lookahead<'_>]) -> products::With {
             stats: asks("stats"),
         },
         sellers: asks("seller"),
-        translations: shown::<translation::Entity>(&at(&["translations"]), &["language"]),
-        prices: shown::<current::Entity>(
-            &at(&["prices"]),
-            &["id", "country_code", "region_code", "user_auth_status"],
-        ),
-        special_prices: shown::<special::Entity>(&at(&["specialPrices"]), &["id"]),
+        translations: shown::<translation::Entity>(&at(&["translations"])),
+        prices: shown::<current::Entity>(&at(&["prices"])),
+        special_prices: shown::<special::Entity>(&at(&["specialPrices"])),
         latest_prices: latest_prices_asked(nodes).map(|n| {
-            let sorted_by = ["id", "recorded_at"];
-            let columns = shown::<history::Entity>(&history_nodes, &sorted_by);
-            (
-                n,
-                columns.unwrap_or(Columns::of::<history::Entity>(|_| false)),
-            )
+            let columns = shown::<history::Entity>(&history_nodes);
+            (n, columns.unwrap_or(Columns::NONE))
         }),
     }
 }
 
 /// The columns of child table `E` that the `selections` of its list show
-/// (a column's field is its name in camelCase), and those the rows are
-/// `sorted_by`; `None` when the list is not asked for.
-fn shown<E: EntityTrait>(selections: &[Lookahead<'_>], sorted_by: &[&str]) -> Option<Columns> {
+/// (a column's field is its name in camelCase, as in the DTOs the rows
+/// become); `None` when the list is not asked for.
+fn shown<E: EntityTrait>(selections: &[Lookahead<'_>]) -> Option<Columns> {
     (!selections.is_empty()).then(|| {
         Columns::of::<E>(|column| {
-            let name = column.as_str();
-            sorted_by.contains(&name) || selections.iter().any(|s| s.field(&camel(name)).exists())
+            let field = camel(column.as_str());
+            selections.iter().any(|s| s.field(&field).exists())
         })
     })
 }

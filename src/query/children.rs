@@ -25,13 +25,14 @@ use serde::de::DeserializeOwned;
 /// list belongs to the parent it is read with). Text columns are read whatever is asked (they cost next to
 /// nothing, and an enum kept as text has no empty value); any other column
 /// left out comes back as the empty value of its type (NULL, `[]`, 0, the
-/// nil UUID, the epoch), so the row still reads into the model. The caller
-/// asks for the columns it sorts the rows by.
+/// nil UUID, the epoch), so the row still reads into the model. Whoever
+/// sorts the rows reads the columns it sorts them by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Columns(u64);
 
 impl Columns {
     pub const ALL: Columns = Columns(u64::MAX);
+    pub const NONE: Columns = Columns(0);
 
     /// The columns of `E` for which `read` is true.
     pub fn of<E: EntityTrait>(read: impl Fn(E::Column) -> bool) -> Columns {
@@ -41,6 +42,11 @@ impl Columns {
                 .filter(|(_, column)| read(*column))
                 .fold(0, |set, (at, _)| set | 1 << at),
         )
+    }
+
+    /// These columns and those of `E` for which `read` is true.
+    pub fn and<E: EntityTrait>(self, read: impl Fn(E::Column) -> bool) -> Columns {
+        Columns(self.0 | Columns::of::<E>(read).0)
     }
 
     fn reads(self, at: usize) -> bool {

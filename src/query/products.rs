@@ -399,8 +399,10 @@ async fn read(
     } else {
         select.into_query()
     };
+    // Each list reads the columns its rows are sorted by below.
     if let Some(columns) = with.translations {
         use product_translation::{Column, Entity};
+        let columns = columns.and::<Entity>(|c| matches!(c, Column::Language));
         statement.expr_as(
             children_of::<Entity>(backend, Column::ProductId, None, columns),
             TRANSLATIONS,
@@ -408,6 +410,10 @@ async fn read(
     }
     if let Some(columns) = with.prices {
         use current_price::{Column, Entity};
+        let columns = columns.and::<Entity>(|c| {
+            use Column::*;
+            matches!(c, CountryCode | RegionCode | UserAuthStatus | Id)
+        });
         statement.expr_as(
             children_of::<Entity>(backend, Column::ProductId, None, columns),
             PRICES,
@@ -415,6 +421,7 @@ async fn read(
     }
     if let Some(columns) = with.special_prices {
         use special_price::{Column, Entity};
+        let columns = columns.and::<Entity>(|c| matches!(c, Column::Id));
         statement.expr_as(
             children_of::<Entity>(backend, Column::ProductId, None, columns),
             SPECIAL_PRICES,
@@ -422,6 +429,7 @@ async fn read(
     }
     if let Some((n, columns)) = with.latest_prices {
         use price_observation::{Column, Entity};
+        let columns = columns.and::<Entity>(|c| matches!(c, Column::RecordedAt | Column::Id));
         let newest = Some((prices::NEWEST_FIRST, n));
         statement.expr_as(
             children_of::<Entity>(backend, Column::ProductId, newest, columns),
