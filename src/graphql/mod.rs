@@ -41,6 +41,7 @@ use axum::extract::WebSocketUpgrade;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
+use futures_util::future::join_all;
 
 use crate::accounts::Caller;
 use crate::config::GraphqlConfig;
@@ -117,13 +118,10 @@ impl Schemas {
         }
     }
 
-    /// Prices one request, then runs it unless the pricing refused it; both
-    /// passes share one parse of its query.
-    async fn execute(
-        &self,
-        mut request: async_graphql::Request,
-        data: &Arc<RequestData>,
-    ) -> async_graphql::Response {
+    /// Validates and prices one request (no database work): what [`Schemas::run`]
+    /// runs, or the response refusing it. Both passes share one parse of
+    /// its query.
+    async fn price(&self, mut request: async_graphql::Request) -> Priced {
         let mut pricing =
             async_graphql::Request::new(request.query.clone()).variables(request.variables.clone());
         pricing.operation_name = request.operation_name.clone();
@@ -135,9 +133,26 @@ impl Schemas {
         let mut priced = self.pricing.execute(pricing).await;
         if priced.is_err() {
             // Unparsable, invalid, over a limit or no such operation.
-            return priced;
+            return Priced::Refused(priced);
         }
         let cost = priced.extensions.remove("analyzer").unwrap_or_default();
+        Priced::Ready {
+            request,
+            document,
+            cost,
+        }
+    }
+
+    /// Runs a priced request.
+    async fn run(&self, priced: Priced, data: &Arc<RequestData>) -> async_graphql::Response {
+        let (request, document, cost) = match priced {
+            Priced::Refused(response) => return response,
+            Priced::Ready {
+                request,
+                document,
+                cost,
+            } => (request, document, cost),
+        };
         let operation = request.operation_name.clone();
         let mut response = self.run.execute(request.data(data.clone())).await;
         if let Some(document) = &document {
@@ -146,6 +161,16 @@ impl Schemas {
         response.extensions.insert("analyzer".to_owned(), cost);
         response
     }
+}
+
+/// A request after its pricing pass.
+enum Priced {
+    Refused(async_graphql::Response),
+    Ready {
+        request: async_graphql::Request,
+        document: Option<Arc<async_graphql::parser::types::ExecutableDocument>>,
+        cost: async_graphql::Value,
+    },
 }
 
 /// The SDL checked in as `schema.graphql`.
@@ -251,14 +276,33 @@ async fn post_graphql(
 }
 
 async fn execute(state: &AppState, headers: &HeaderMap, batch: BatchRequest) -> Response {
-    if matches!(batch, BatchRequest::Batch(_)) && !state.settings.graphql.batching {
-        return request_error(
-            headers,
-            StatusCode::BAD_REQUEST,
-            "Batched requests are not enabled on this server.",
-        );
-    }
-    let admission = match access::admit(state, headers).await {
+    let (requests, single) = match batch {
+        BatchRequest::Single(request) => (vec![request], true),
+        BatchRequest::Batch(_) if !state.settings.graphql.batching => {
+            return request_error(
+                headers,
+                StatusCode::BAD_REQUEST,
+                "Batched requests are not enabled on this server.",
+            );
+        }
+        BatchRequest::Batch(requests) => (requests, false),
+    };
+    let schemas = &state.graphql;
+    // Queries the server has seen before (which only keyed requests put in
+    // the parse cache) are priced while the key is checked: pricing is CPU
+    // work, the key check a wait on the database. Others wait for the key,
+    // so a caller without one cannot make the server parse what it sends.
+    let known = requests.iter().all(|r| schemas.parsed.contains(&r.query));
+    let pricing = join_all(requests.into_iter().map(|r| schemas.price(r)));
+    let (admission, priced) = if known {
+        tokio::join!(access::admit(state, headers), pricing)
+    } else {
+        match access::admit(state, headers).await {
+            Ok(admission) => (Ok(admission), pricing.await),
+            Err(refusal) => (Err(refusal), Vec::new()),
+        }
+    };
+    let admission = match admission {
         Ok(admission) => admission,
         Err((error, rate)) => {
             let mut response = api_error(headers, &error);
@@ -273,12 +317,10 @@ async fn execute(state: &AppState, headers: &HeaderMap, batch: BatchRequest) -> 
         caller: admission.caller,
         loaders: Loaders::new(&state.db),
     });
-    let response = match batch {
-        BatchRequest::Single(r) => BatchResponse::Single(state.graphql.execute(r, &data).await),
-        BatchRequest::Batch(rs) => BatchResponse::Batch(
-            futures_util::future::join_all(rs.into_iter().map(|r| state.graphql.execute(r, &data)))
-                .await,
-        ),
+    let mut responses = join_all(priced.into_iter().map(|p| schemas.run(p, &data))).await;
+    let response = match single {
+        true => BatchResponse::Single(responses.pop().unwrap_or_default()),
+        false => BatchResponse::Batch(responses),
     };
     let mut http = respond(headers, response);
     access::rate_headers(&admission.rate, http.headers_mut());

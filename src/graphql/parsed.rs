@@ -39,6 +39,11 @@ impl ParsedQueries {
         Some(document)
     }
 
+    /// Whether `query` is in the cache (looked up without counting as a use).
+    pub fn contains(&self, query: &str) -> bool {
+        self.lock().contains(query)
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, LruCache<String, Arc<ExecutableDocument>>> {
         // The cache holds no invariant a panicking holder could break.
         self.0

@@ -2140,6 +2140,10 @@ async fn missing_unknown_or_revoked_key_is_401_unauthorized() {
         .await
         .unwrap();
     data(&app, &new.secret, "{ brands { brand } }", json!({})).await;
+    // A query the server has answered before is priced while the key is
+    // checked, and refused all the same.
+    expect_unauthorized(&app, None).await;
+    expect_unauthorized(&app, Some("vtr_nope")).await;
     vitrina::accounts::revoke_key(&app.db, new.key.id, app.clock.now())
         .await
         .unwrap();
