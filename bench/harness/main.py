@@ -20,6 +20,7 @@ import sys
 import time
 
 from . import capture, cases, floor, load, machine, merge, peer, report, vitrina, webhooks
+from .http import Request
 from .pg import Postgres
 from .proc import Failed, cpu_seconds, log, peak_rss_mb, run
 
@@ -235,6 +236,11 @@ class Run:
                     measured[case.key] = self.measure(name, server, key, case.key, request)
             # The peak of the whole process life, all load included.
             self.r["rss"][name] = peak_rss_mb(server.pid)
+        # What HTTP alone costs: an answer with no key and no database.
+        healthz = load.wrk(servers["vitrina-pg"].base, Request("GET", "/healthz"), None,
+                           clients=1, seconds=self.opts.duration, pinning=self.pin,
+                           workdir=self.workdir, name="vitrina-pg.healthz.c1")
+        self.r["http_floor"] = healthz["p50_us"] / 1000
         self.r["merge"], self.r["webhooks"] = {}, {}
         for name in ("vitrina-pg", "vitrina-sqlite"):
             log(f"merge pass and webhook deliveries on {name}")
