@@ -650,6 +650,48 @@ async fn a_page_reads_only_the_child_columns_its_query_shows() {
     assert!(stocked > 0, "stock quantities to compare");
 }
 
+/// A product's seller, read with its page, is the seller REST's lookup
+/// finds, field for field; asked for one stat, it is that stat.
+#[tokio::test]
+async fn a_products_seller_is_the_seller_the_lookup_finds() {
+    let (app, key) = demo_app(30).await;
+    let full = data(
+        &app,
+        &key,
+        &with_shapes(
+            "{ products(first: 30) { edges { node { marketplace seller { ...RestSeller } } } } }",
+        ),
+        json!({}),
+    )
+    .await;
+    let one = data(
+        &app,
+        &key,
+        "{ products(first: 30) { edges { node { seller { stats { regDate } } } } } }",
+        json!({}),
+    )
+    .await;
+    let (full, one) = (nodes(&full["products"]), nodes(&one["products"]));
+    assert_eq!(full.len(), 30);
+    let mut dated = 0;
+    for (node, one) in full.iter().zip(&one) {
+        let seller = as_rest(node["seller"].clone());
+        let path = format!(
+            "/v1/sellers?marketplace={}&seller_id={}",
+            seller["marketplace"].as_str().unwrap(),
+            seller["seller_id"].as_str().unwrap()
+        );
+        let found = app.json_as(&key, &path).await;
+        assert_eq!(found["data"][0], seller, "{path}");
+        assert_eq!(
+            one["seller"]["stats"]["regDate"],
+            seller["stats"]["reg_date"]
+        );
+        dated += usize::from(one["seller"]["stats"]["regDate"].is_string());
+    }
+    assert!(dated > 0, "registration dates to compare");
+}
+
 const PRICE_HISTORY: &str = r#"query($id: UUID!, $filter: PriceHistoryFilterInput) {
   priceHistory(productId: $id, filter: $filter, first: 100) {
     totalCount pageInfo { hasNextPage } edges { node { ...RestPrice } }
