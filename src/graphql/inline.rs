@@ -11,7 +11,9 @@
 //! answer's keys come out in the order the query asks for them.
 //!
 //! The schema sees the wrapped type itself: same name, fields and
-//! descriptions, since registration is delegated to it.
+//! descriptions, since registration is delegated to it. An extension's
+//! `resolve` hook does not see these fields; the schemas register none
+//! that has one.
 
 use std::borrow::Cow;
 
