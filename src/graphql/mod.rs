@@ -183,12 +183,27 @@ const LOCAL_ASSETS: &str = "/graphiql/assets";
 
 pub fn router(config: &GraphqlConfig) -> Router<AppState> {
     let router = Router::new()
-        .route("/graphql", get(get_graphql).post(post_graphql))
-        .route("/graphql/ws", get(subscribe));
+        .route(
+            "/graphql",
+            get(get_graphql)
+                .post(post_graphql)
+                .fallback(|headers: HeaderMap| async move { wrong_method(&headers, "GET, POST") }),
+        )
+        .route(
+            "/graphql/ws",
+            get(subscribe)
+                .fallback(|headers: HeaderMap| async move { wrong_method(&headers, "GET") }),
+        );
     match &config.graphiql_assets_dir {
         Some(dir) => router.nest_service(LOCAL_ASSETS, tower_http::services::ServeDir::new(dir)),
         None => router,
     }
+}
+
+/// A method the GraphQL endpoints do not take: a GraphQL error, as every
+/// other refusal there (axum would answer an empty 405).
+fn wrong_method(headers: &HeaderMap, allow: &'static str) -> Response {
+    api_error(headers, &ApiError::MethodNotAllowed { allow: Some(allow) })
 }
 
 /// The base address GraphiQL loads its assets from.

@@ -2550,7 +2550,6 @@ async fn get_runs_queries_from_the_query_string() {
     assert_eq!(body["data"], json!({ "product": { "externalId": "p" } }));
 }
 
-/// An app with batched requests enabled.
 #[tokio::test]
 async fn an_unreadable_body_is_a_graphql_error_in_json() {
     let app = TestApp::spawn().await;
@@ -2575,6 +2574,37 @@ async fn an_unreadable_body_is_a_graphql_error_in_json() {
     }
 }
 
+#[tokio::test]
+async fn a_method_graphql_does_not_take_is_a_graphql_error_naming_those_it_does() {
+    let app = TestApp::spawn().await;
+    let key = app.key("acme").await;
+    for (method, path, allow) in [
+        (reqwest::Method::PUT, "/graphql", "GET, POST"),
+        (reqwest::Method::DELETE, "/graphql", "GET, POST"),
+        (reqwest::Method::POST, "/graphql/ws", "GET"),
+    ] {
+        let response = app
+            .client
+            .request(method.clone(), app.url(path))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 405, "{method} {path}");
+        assert_eq!(
+            response
+                .headers()
+                .get("allow")
+                .and_then(|v| v.to_str().ok()),
+            Some(allow),
+            "{method} {path}"
+        );
+        let reply: Value = response.json().await.expect("a JSON body");
+        assert_eq!(only_error_code(&reply), "METHOD_NOT_ALLOWED", "{reply}");
+    }
+}
+
+/// An app with batched requests enabled.
 async fn batching_app() -> TestApp {
     TestApp::spawn_with_settings(Settings {
         graphql: GraphqlConfig {
