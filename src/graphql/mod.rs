@@ -120,15 +120,25 @@ impl Schemas {
 
     /// Validates and prices one request (no database work): what [`Schemas::run`]
     /// runs, or the response refusing it. Both passes share one parse of
-    /// its query.
+    /// its query, and a request priced before is not priced again.
     async fn price(&self, mut request: async_graphql::Request) -> Priced {
+        let recalled = self.parsed.recall(&request);
+        let document = recalled.document;
+        if let Some(document) = &document {
+            request.set_parsed_query((**document).clone());
+        }
+        if let Some(cost) = recalled.cost {
+            return Priced::Ready {
+                request,
+                document,
+                cost,
+            };
+        }
         let mut pricing =
             async_graphql::Request::new(request.query.clone()).variables(request.variables.clone());
         pricing.operation_name = request.operation_name.clone();
-        let document = self.parsed.document(&request.query);
         if let Some(document) = &document {
             pricing.set_parsed_query((**document).clone());
-            request.set_parsed_query((**document).clone());
         }
         let mut priced = self.pricing.execute(pricing).await;
         if priced.is_err() {
@@ -136,6 +146,7 @@ impl Schemas {
             return Priced::Refused(priced);
         }
         let cost = priced.extensions.remove("analyzer").unwrap_or_default();
+        self.parsed.remember_cost(&request, &cost);
         Priced::Ready {
             request,
             document,

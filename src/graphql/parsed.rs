@@ -1,11 +1,14 @@
-//! Parsed query documents, kept by query text. Clients send the same few
-//! queries over and over, and parsing is the dearest step before execution
-//! (a third of the server's work for a product by id with its fragments).
+//! Parsed query documents, kept by query text, with the costs of the
+//! requests that passed validation. Clients send the same few queries over
+//! and over: parsing is the dearest step before execution (a third of the
+//! server's work for a product by id with its fragments), and the full
+//! validation that prices a request the next third.
 
 use std::num::NonZeroUsize;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_graphql::parser::{parse_query, types::ExecutableDocument};
+use async_graphql::{Request, Value};
 use lru::LruCache;
 
 /// Distinct queries kept; the least recently used goes first.
@@ -13,8 +16,27 @@ const CAPACITY: NonZeroUsize = NonZeroUsize::new(256).unwrap();
 /// Longer queries are parsed for each request and not kept, so the cache
 /// stays small (at most a few MB) whatever clients send.
 const MAX_QUERY_LEN: usize = 8 * 1024;
+/// Costs kept per query (the latest operations and variables priced).
+const COSTS_PER_QUERY: usize = 4;
+/// Variables heavier than this (in bytes of names and scalars) are priced
+/// each time and not kept.
+const MAX_VARIABLES_WEIGHT: usize = 2 * 1024;
 
-pub struct ParsedQueries(Mutex<LruCache<String, Arc<ExecutableDocument>>>);
+pub struct ParsedQueries(Mutex<LruCache<String, Known>>);
+
+struct Known {
+    document: Arc<ExecutableDocument>,
+    /// Requests of this query that passed validation, newest first. Their
+    /// cost depends on the operation and the variables (page sizes, and
+    /// whether the values fit their types), so both are part of the key.
+    costs: Vec<Cost>,
+}
+
+struct Cost {
+    operation: Option<String>,
+    variables: async_graphql::Variables,
+    cost: Value,
+}
 
 impl Default for ParsedQueries {
     fn default() -> Self {
@@ -22,21 +44,74 @@ impl Default for ParsedQueries {
     }
 }
 
+/// What the cache knows of a request.
+pub struct Recalled {
+    /// The parsed query; `None` for a query that does not parse, left for
+    /// async-graphql to parse and report as it always does.
+    pub document: Option<Arc<ExecutableDocument>>,
+    /// Its cost, when the same operation with the same variables passed
+    /// validation before.
+    pub cost: Option<Value>,
+}
+
 impl ParsedQueries {
-    /// The parsed document of `query`: from the cache, or parsed now (and
-    /// kept unless the query is too long to keep). `None` for a query that
-    /// does not parse, left for async-graphql to parse and report as it
-    /// always does.
-    pub fn document(&self, query: &str) -> Option<Arc<ExecutableDocument>> {
+    /// The parsed document of `request`'s query (from the cache, or parsed
+    /// now and kept unless the query is too long to keep) and its cost if
+    /// known.
+    pub fn recall(&self, request: &Request) -> Recalled {
+        let query = &request.query;
         if query.len() > MAX_QUERY_LEN {
-            return parse_query(query).ok().map(Arc::new);
+            let document = parse_query(query).ok().map(Arc::new);
+            return Recalled {
+                document,
+                cost: None,
+            };
         }
-        if let Some(document) = self.lock().get(query) {
-            return Some(document.clone());
+        if let Some(known) = self.lock().get(query) {
+            let cost = known
+                .costs
+                .iter()
+                .find(|c| c.operation == request.operation_name && c.variables == request.variables)
+                .map(|c| c.cost.clone());
+            return Recalled {
+                document: Some(known.document.clone()),
+                cost,
+            };
         }
-        let document = Arc::new(parse_query(query).ok()?);
-        self.lock().put(query.to_owned(), document.clone());
-        Some(document)
+        let document = parse_query(query).ok().map(Arc::new);
+        if let Some(document) = &document {
+            let known = Known {
+                document: document.clone(),
+                costs: Vec::new(),
+            };
+            self.lock().put(query.to_owned(), known);
+        }
+        Recalled {
+            document,
+            cost: None,
+        }
+    }
+
+    /// Keeps the cost of a request that passed validation, if its query is
+    /// kept and its variables are light enough.
+    pub fn remember_cost(&self, request: &Request, cost: &Value) {
+        let variables = request.variables.iter();
+        if variables.map(|(k, v)| k.len() + weight(v)).sum::<usize>() > MAX_VARIABLES_WEIGHT {
+            return;
+        }
+        let mut cache = self.lock();
+        let Some(known) = cache.peek_mut(&request.query) else {
+            return;
+        };
+        known.costs.truncate(COSTS_PER_QUERY - 1);
+        known.costs.insert(
+            0,
+            Cost {
+                operation: request.operation_name.clone(),
+                variables: request.variables.clone(),
+                cost: cost.clone(),
+            },
+        );
     }
 
     /// Whether `query` is in the cache (looked up without counting as a use).
@@ -44,10 +119,22 @@ impl ParsedQueries {
         self.lock().contains(query)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, LruCache<String, Arc<ExecutableDocument>>> {
+    fn lock(&self) -> MutexGuard<'_, LruCache<String, Known>> {
         // The cache holds no invariant a panicking holder could break.
         self.0
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Roughly the bytes `value` holds: its names, strings and scalars.
+fn weight(value: &Value) -> usize {
+    match value {
+        Value::String(s) => s.len(),
+        Value::Binary(bytes) => bytes.len(),
+        Value::Enum(name) => name.len(),
+        Value::List(items) => items.iter().map(|item| 1 + weight(item)).sum(),
+        Value::Object(fields) => fields.iter().map(|(k, v)| k.len() + weight(v)).sum(),
+        Value::Null | Value::Number(_) | Value::Boolean(_) => 8,
     }
 }

@@ -2058,6 +2058,59 @@ async fn each_query_reports_its_complexity_and_depth() {
     );
 }
 
+#[tokio::test]
+async fn one_query_text_sent_again_is_priced_for_its_own_operation_and_variables() {
+    let app = TestApp::spawn_with_settings(Settings {
+        graphql: GraphqlConfig {
+            max_complexity: 50,
+            ..GraphqlConfig::default()
+        },
+        ..Settings::default()
+    })
+    .await;
+    let key = app.key("acme").await;
+    // The server keeps the cost of requests it priced: a page size, an
+    // operation or a value that no longer fits its type must be priced anew.
+    let send = |query: &'static str, operation: &'static str, variables: Value| {
+        let body = json!({ "query": query, "operationName": operation, "variables": variables });
+        let (app, key) = (&app, &key);
+        async move {
+            let response = app.post_as(key, "/graphql", &body).await;
+            response.json::<Value>().await.unwrap()
+        }
+    };
+    let page = "query Page($n: Int!) { products(first: $n) { edges { node { id } } } }";
+    // products: n x (edges 1 + node 1 + id 1) + 1.
+    for (n, complexity) in [(2, 7), (5, 16), (2, 7)] {
+        for _ in 0..2 {
+            let body = send(page, "Page", json!({ "n": n })).await;
+            assert!(body.get("errors").is_none(), "{body}");
+            let analyzer = &body["extensions"]["analyzer"];
+            assert_eq!(analyzer["complexity"], json!(complexity), "n = {n}: {body}");
+        }
+    }
+    let body = send(page, "Page", json!({ "n": 20 })).await;
+    assert_eq!(only_error_code(&body), "QUERY_TOO_COMPLEX", "{body}");
+
+    let two = "query One($id: UUID!) { product(id: $id) { id } } query Brands { brands { brand } }";
+    for _ in 0..2 {
+        let body = send(two, "One", json!({ "id": Uuid::nil() })).await;
+        assert_eq!(only_error_code(&body), "NOT_FOUND", "{body}");
+        let body = send(two, "Brands", json!({})).await;
+        assert_eq!(body["data"], json!({ "brands": [] }), "{body}");
+    }
+    let body = send(two, "One", json!({ "id": "not a uuid" })).await;
+    assert_eq!(body["data"], Value::Null, "{body}");
+    let code = &body["errors"][0]["extensions"]["code"];
+    assert_eq!(code, "INVALID_PARAMETER", "{body}");
+    let body = send(two, "Neither", json!({})).await;
+    assert!(body.get("data").is_none(), "{body}");
+    assert!(
+        body["errors"].as_array().is_some_and(|e| !e.is_empty()),
+        "{body}"
+    );
+}
+
 // ---------------------------------------------------------------- daily quota
 
 const SUBMISSIONS: &str = r#"query($id: UUID!, $first: Int) {
