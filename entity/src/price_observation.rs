@@ -19,6 +19,7 @@ pub struct Model {
     pub currency: String,
     pub stock_status: Option<String>,
     pub stock_quantity: Option<i64>,
+    #[serde(deserialize_with = "crate::time::from_json")]
     pub recorded_at: DateTimeUtc,
 }
 

@@ -13,6 +13,7 @@ pub struct Model {
     pub name: String,
     pub category_path: StringList,
     pub attributes: Json,
+    #[serde(deserialize_with = "crate::time::from_json")]
     pub updated_at: DateTimeUtc,
 }
 
