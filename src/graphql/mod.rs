@@ -101,7 +101,7 @@ pub struct Schemas {
     /// Validates and prices requests without executing them (`pricing.rs`).
     pricing: VitrinaSchema,
     /// Serves subscriptions, which have no pricing pass: validated in full,
-    /// errors coded as over HTTP.
+    /// errors coded and the cost reported as over HTTP.
     pub subscriptions: VitrinaSchema,
     parsed: ParsedQueries,
 }
@@ -113,7 +113,7 @@ impl Schemas {
                 .validation_mode(ValidationMode::Fast)
                 .finish(),
             pricing: limited(config).extension(pricing::PriceOnly).finish(),
-            subscriptions: limited(config).extension(response::CodedErrors).finish(),
+            subscriptions: limited(config).extension(response::OverWebSocket).finish(),
             parsed: ParsedQueries::default(),
         }
     }

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_graphql::extensions::{
     Extension, ExtensionContext, ExtensionFactory, NextExecute, NextRequest, NextValidation,
 };
-use async_graphql::{Response, ServerError, ValidationResult, value};
+use async_graphql::{Response, ServerError, ValidationResult, Value, value};
 
 /// Validates and prices a request, and never executes it.
 pub struct PriceOnly;
@@ -25,13 +25,28 @@ impl ExtensionFactory for PriceOnly {
 
 #[derive(Default)]
 struct PriceOnlyExtension {
-    validated: Mutex<Option<ValidationResult>>,
+    validated: Validated,
 }
 
-impl PriceOnlyExtension {
-    fn validated(&self) -> MutexGuard<'_, Option<ValidationResult>> {
-        // One request's extension: a poisoned lock still holds a whole value.
-        self.validated
+/// What validating one request found, kept for its response.
+#[derive(Clone, Default)]
+pub struct Validated(Arc<Mutex<Option<ValidationResult>>>);
+
+impl Validated {
+    pub fn keep(&self, result: ValidationResult) {
+        *self.lock() = Some(result);
+    }
+
+    /// The request's cost as `extensions.analyzer` reports it; `None` before
+    /// validation or when it failed.
+    pub fn cost(&self) -> Option<Value> {
+        self.lock()
+            .map(|v| value!({ "complexity": v.complexity, "depth": v.depth }))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<ValidationResult>> {
+        // One request's result: a poisoned lock still holds a whole value.
+        self.0
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
@@ -41,11 +56,8 @@ impl PriceOnlyExtension {
 impl Extension for PriceOnlyExtension {
     async fn request(&self, ctx: &ExtensionContext<'_>, next: NextRequest<'_>) -> Response {
         let response = next.run(ctx).await;
-        match self.validated().take() {
-            Some(v) => response.extension(
-                "analyzer",
-                value!({ "complexity": v.complexity, "depth": v.depth }),
-            ),
+        match self.validated.cost() {
+            Some(cost) => response.extension("analyzer", cost),
             None => response,
         }
     }
@@ -56,7 +68,7 @@ impl Extension for PriceOnlyExtension {
         next: NextValidation<'_>,
     ) -> Result<ValidationResult, Vec<ServerError>> {
         let result = next.run(ctx).await?;
-        *self.validated() = Some(result);
+        self.validated.keep(result);
         Ok(result)
     }
 

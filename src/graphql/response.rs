@@ -1,17 +1,20 @@
 //! GraphQL responses over HTTP: status, media type and a JSON body written in
-//! one pass straight from async-graphql's values (field order kept); and the
-//! error codes of responses sent over the WebSocket.
+//! one pass straight from async-graphql's values (field order kept); and
+//! the error codes and cost of responses sent over the WebSocket.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use async_graphql::extensions::{Extension, ExtensionContext, ExtensionFactory, NextSubscribe};
-use async_graphql::{BatchResponse, ServerError, Value};
+use async_graphql::extensions::{
+    Extension, ExtensionContext, ExtensionFactory, NextSubscribe, NextValidation,
+};
+use async_graphql::{BatchResponse, ServerError, ValidationResult, Value};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream::{BoxStream, StreamExt};
 use serde::Serialize;
 
+use super::pricing::Validated;
 use crate::http::ApiError;
 
 const GRAPHQL_RESPONSE: &str = "application/graphql-response+json";
@@ -84,27 +87,49 @@ fn add_missing_code(error: &mut ServerError) {
     extensions.set("code", code);
 }
 
-/// Gives every error sent over the WebSocket (validation, limits, resolvers)
-/// the `extensions.code` [`respond`] gives errors over HTTP.
-pub struct CodedErrors;
+/// What every response sent over the WebSocket carries, as over HTTP: an
+/// `extensions.code` on each error and the request's cost in
+/// `extensions.analyzer`.
+pub struct OverWebSocket;
 
-impl ExtensionFactory for CodedErrors {
+impl ExtensionFactory for OverWebSocket {
     fn create(&self) -> Arc<dyn Extension> {
-        Arc::new(CodedErrors)
+        Arc::new(OverWebSocketExtension::default())
     }
 }
 
-impl Extension for CodedErrors {
+#[derive(Default)]
+struct OverWebSocketExtension {
+    validated: Validated,
+}
+
+#[async_trait::async_trait]
+impl Extension for OverWebSocketExtension {
+    async fn validation(
+        &self,
+        ctx: &ExtensionContext<'_>,
+        next: NextValidation<'_>,
+    ) -> Result<ValidationResult, Vec<ServerError>> {
+        let result = next.run(ctx).await?;
+        self.validated.keep(result);
+        Ok(result)
+    }
+
     fn subscribe<'s>(
         &self,
         ctx: &ExtensionContext<'_>,
         stream: BoxStream<'s, async_graphql::Response>,
         next: NextSubscribe<'_>,
     ) -> BoxStream<'s, async_graphql::Response> {
+        // The stream validates its request when first polled, after this.
+        let validated = self.validated.clone();
         next.run(ctx, stream)
-            .map(|mut response| {
+            .map(move |mut response| {
                 response.errors.iter_mut().for_each(add_missing_code);
-                response
+                match validated.cost() {
+                    Some(cost) => response.extension("analyzer", cost),
+                    None => response,
+                }
             })
             .boxed()
     }

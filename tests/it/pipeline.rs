@@ -897,11 +897,21 @@ mod live {
             first["payload"]["data"]["scrapeSessionUpdated"],
             json!({ "status": "PROCESSING", "stats": { "pending": 2, "merged": 0 } })
         );
+        // Its cost, as every response over HTTP reports it: five fields, three deep.
+        let cost = json!({ "complexity": 5, "depth": 3 });
+        assert_eq!(first["payload"]["extensions"]["analyzer"], cost, "{first}");
 
         app.jobs().tick().await.unwrap();
         let mut last = Value::Null;
         while last["stats"]["merged"] != 2 {
-            last = next(&mut socket).await.expect("an update per merged submission")["payload"]["data"]["scrapeSessionUpdated"].clone();
+            let update = next(&mut socket)
+                .await
+                .expect("an update per merged submission");
+            assert_eq!(
+                update["payload"]["extensions"]["analyzer"], cost,
+                "{update}"
+            );
+            last = update["payload"]["data"]["scrapeSessionUpdated"].clone();
         }
         assert_eq!(
             last,
