@@ -14,6 +14,7 @@ mod error;
 mod graphiql;
 mod inline;
 mod loaders;
+mod meter;
 mod order;
 mod page;
 mod parsed;
@@ -51,6 +52,7 @@ use crate::server::AppState;
 
 pub use error::gql;
 use loaders::Loaders;
+use meter::Meter;
 use parsed::ParsedQueries;
 use query::QueryRoot;
 use response::{accepts, api_error, request_error, respond};
@@ -165,7 +167,10 @@ impl Schemas {
             } => (request, document, cost),
         };
         let operation = request.operation_name.clone();
-        let mut response = self.run.execute(request.data(data.clone())).await;
+        let meter = Arc::new(Meter::default());
+        let request = request.data(data.clone()).data(meter.clone());
+        let response = self.run.execute(request).await;
+        let mut response = meter.charge(data, response).await;
         if let Some(document) = &document {
             order::restore(document, operation.as_deref(), &mut response.data);
         }

@@ -9,12 +9,11 @@ use uuid::Uuid;
 use super::connection::{self, Args, Conn, Total};
 use super::error::gql;
 use super::inline::Inline;
+use super::meter::Meter;
 use super::page::{MergedProducts, Page};
 use super::product::{Product, ProductConnection, ProductTotal};
 use super::request;
 use super::scalars::Timestamp;
-use crate::http::ApiError;
-use crate::limits::{QuotaOutcome, quota};
 use crate::query::keyset::Slice;
 use crate::query::products::Related;
 use crate::query::sessions::{self, SessionKey, SessionStats, SubmissionKey};
@@ -116,8 +115,9 @@ impl ScrapeSession {
         self.0.updated_at.into()
     }
     /// Every submission in submission order, with its product once merged.
-    /// Rows with a product count against the daily quota, as on REST; a page
-    /// that would pass it fails with QUOTA_EXCEEDED and costs nothing.
+    /// Rows with a product count against the daily quota, as on REST; a
+    /// request whose rows would pass it fails whole with QUOTA_EXCEEDED
+    /// (no data) and costs nothing.
     #[graphql(complexity = "super::connection_cost(first, last, child_complexity)")]
     async fn submissions(
         &self,
@@ -133,7 +133,7 @@ impl ScrapeSession {
             last,
             before,
         };
-        let (slice, total, merged) = self.charged_page(ctx, false, &args).await?;
+        let (slice, total, merged) = self.metered_page(ctx, false, &args).await?;
         let products = MergedProducts::new(merged);
         Ok(connection::from_slice(
             slice,
@@ -160,7 +160,7 @@ impl ScrapeSession {
             last,
             before,
         };
-        let (slice, total, merged) = self.charged_page(ctx, true, &args).await?;
+        let (slice, total, merged) = self.metered_page(ctx, true, &args).await?;
         let found = request(ctx)
             .loaders
             .products
@@ -196,9 +196,9 @@ impl ScrapeSession {
 
 impl ScrapeSession {
     /// A page of the session's submissions (merged ones only when asked), its
-    /// total and its merged product ids, charged to the daily quota; sets the
-    /// quota headers REST's metered endpoint sets.
-    async fn charged_page(
+    /// total and its merged product ids, counted against the daily quota
+    /// (charged with the operation's other metered rows once it ran).
+    async fn metered_page(
         &self,
         ctx: &Context<'_>,
         merged_only: bool,
@@ -219,26 +219,7 @@ impl ScrapeSession {
             .iter()
             .filter_map(sessions::merged_product)
             .collect();
-        let outcome = quota::charge(
-            &req.state.db,
-            req.caller.account_id,
-            merged.len() as i64,
-            req.state.settings.limits.daily_quota,
-            req.state.clock.now(),
-        )
-        .await
-        .map_err(gql)?;
-        let (limit, remaining) = match outcome {
-            QuotaOutcome::Charged(charge) => (charge.limit, charge.remaining),
-            QuotaOutcome::Exceeded {
-                limit, remaining, ..
-            } => (limit, remaining),
-        };
-        ctx.insert_http_header("x-quota-limit", limit.to_string());
-        ctx.insert_http_header("x-quota-remaining", remaining.to_string());
-        if let QuotaOutcome::Exceeded { retry_after, .. } = outcome {
-            return Err(gql(ApiError::QuotaExceeded { retry_after }));
-        }
+        Meter::count(ctx, merged.len()).await?;
         Ok((slice, total, merged))
     }
 }

@@ -2202,6 +2202,56 @@ async fn graphql_page_passing_the_quota_fails_whole_and_charges_nothing() {
     );
 }
 
+#[tokio::test]
+async fn a_request_reading_several_metered_lists_is_charged_once_or_refused_whole() {
+    let app = TestApp::spawn_with(quota(5)).await;
+    let key = app.key("alpha").await;
+    let (a, b) = (
+        session_with(&app, &key, 2, 0).await,
+        session_with(&app, &key, 3, 1).await,
+    );
+    let query = r#"query($a: UUID!, $b: UUID!, $first: Int) { me {
+      a: scrapeSession(id: $a) { submissions(first: $first) { edges { node { product { id } } } } }
+      b: scrapeSession(id: $b) { products(first: $first) { edges { node { id } } } }
+      again: scrapeSession(id: $a) { products(first: $first) { totalCount } }
+    } }"#;
+    // A row with a product from each list: within the quota of 5, charged together.
+    let within = json!({ "a": a, "b": b, "first": 1 });
+    let response = app
+        .post_as(
+            &key,
+            "/graphql",
+            &json!({ "query": query, "variables": within }),
+        )
+        .await;
+    assert_eq!(response.headers()["x-quota-remaining"], "2");
+    let body: Value = response.json().await.unwrap();
+    assert!(body.get("errors").is_none(), "{body}");
+    assert_eq!(quota_used(&app).await, 3);
+
+    // Three more would pass it, though each list alone would not: refused
+    // whole, no data, nothing charged.
+    let (status, body) = post(&app, Some(&key), query, within).await;
+    assert_eq!(status, 200);
+    assert_eq!(only_error_code(&body), "QUOTA_EXCEEDED", "{body}");
+    let at = &body["errors"][0]["path"];
+    let lists = [
+        json!(["me", "a", "submissions"]),
+        json!(["me", "b", "products"]),
+        json!(["me", "again", "products"]),
+    ];
+    assert!(lists.contains(at), "at one of the metered lists: {body}");
+    assert_eq!(body["data"], Value::Null, "no rows served: {body}");
+    assert_eq!(quota_used(&app).await, 3, "the refusal charged nothing");
+
+    // What fits is still served.
+    let one = json!({ "a": a, "first": 1 });
+    let single = "query($a: UUID!, $first: Int) { me { scrapeSession(id: $a) { products(first: $first) { totalCount } } } }";
+    let d = data(&app, &key, single, one).await;
+    assert_eq!(d["me"]["scrapeSession"]["products"]["totalCount"], 2);
+    assert_eq!(quota_used(&app).await, 4);
+}
+
 // ---------------------------------------------------------------- access
 
 async fn expect_unauthorized(app: &TestApp, key: Option<&str>) {

@@ -947,6 +947,34 @@ mod live {
     }
 
     #[tokio::test]
+    async fn session_products_read_over_the_websocket_are_charged_to_the_quota() {
+        let app = TestApp::spawn_with(vitrina::limits::Limits {
+            rate_per_minute: 600,
+            daily_quota: 3,
+        })
+        .await;
+        let key = app.key("acme").await;
+        let session = send(&app, &key, vec![item("1"), item("2")]).await;
+        app.jobs().tick().await.unwrap();
+        let mut socket = connect(&app, &key).await;
+        assert_eq!(next(&mut socket).await.unwrap()["type"], "connection_ack");
+        let query = format!(
+            "subscription {{ scrapeSessionUpdated(id: \"{session}\") {{ products {{ totalCount }} }} }}"
+        );
+        for (id, code) in [("1", None), ("2", Some("QUOTA_EXCEEDED"))] {
+            let subscribe = json!({ "id": id, "type": "subscribe", "payload": { "query": query } });
+            socket
+                .send(Message::text(subscribe.to_string()))
+                .await
+                .unwrap();
+            let reply = next(&mut socket).await.expect("the session now");
+            // 2 merged products: charged for the first (2 of 3), refused for the second.
+            let error = reply["payload"]["errors"][0]["extensions"]["code"].as_str();
+            assert_eq!(error, code, "{reply}");
+        }
+    }
+
+    #[tokio::test]
     async fn another_accounts_session_cannot_be_watched() {
         let app = TestApp::spawn().await;
         let (owner, stranger) = (app.key("owner").await, app.key("stranger").await);

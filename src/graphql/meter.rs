@@ -1,0 +1,108 @@
+//! The daily quota for one GraphQL operation. Its metered fields (a
+//! session's `submissions` and `products`) only count the rows with a
+//! product they read; the operation is charged once, after it ran, for all
+//! of them. A request whose rows would pass the quota is refused whole and
+//! charges nothing, however many metered fields (aliases, several sessions)
+//! it reads. Over the WebSocket each metered field is charged on its own.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_graphql::{Context, PathSegment, Pos, Response, ServerError, Value};
+use axum::http::HeaderValue;
+use sea_orm::DbErr;
+
+use super::{RequestData, gql};
+use crate::http::ApiError;
+use crate::limits::{QuotaOutcome, quota};
+
+/// The rows one operation's metered fields read.
+#[derive(Default)]
+pub struct Meter(Mutex<Option<Metered>>);
+
+struct Metered {
+    rows: i64,
+    /// Where the first metered field to resolve stands in the query, to
+    /// report a refusal there (an error during execution, as any field's).
+    path: Vec<PathSegment>,
+    pos: Pos,
+}
+
+impl Meter {
+    /// Counts `rows` read by the metered field `ctx` resolves. Over the
+    /// WebSocket, where operations run without a meter, the field is
+    /// charged on its own as it resolves, and refused alone.
+    pub async fn count(ctx: &Context<'_>, rows: usize) -> async_graphql::Result<()> {
+        let rows = i64::try_from(rows).unwrap_or(i64::MAX);
+        let Some(meter) = ctx.data_opt::<Arc<Meter>>() else {
+            let data = ctx.data_unchecked::<Arc<RequestData>>();
+            return match charge(data, rows).await.map_err(gql)? {
+                QuotaOutcome::Charged(_) => Ok(()),
+                QuotaOutcome::Exceeded { retry_after, .. } => {
+                    Err(gql(ApiError::QuotaExceeded { retry_after }))
+                }
+            };
+        };
+        let mut metered = meter.lock();
+        match &mut *metered {
+            Some(metered) => metered.rows = metered.rows.saturating_add(rows),
+            None => {
+                let path = ctx.set_error_path(ServerError::new("", None)).path;
+                *metered = Some(Metered {
+                    rows,
+                    path,
+                    pos: ctx.item.pos,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Charges what the operation read, once; a response over the quota
+    /// becomes a refusal without data. Metered responses carry the quota
+    /// headers REST's metered endpoint sets.
+    pub async fn charge(&self, data: &RequestData, mut response: Response) -> Response {
+        let Some(metered) = self.lock().take() else {
+            return response;
+        };
+        let refusal = match charge(data, metered.rows).await {
+            Ok(QuotaOutcome::Charged(charge)) => {
+                quota_headers(&mut response, charge.limit, charge.remaining);
+                return response;
+            }
+            Ok(QuotaOutcome::Exceeded {
+                limit,
+                remaining,
+                retry_after,
+            }) => {
+                quota_headers(&mut response, limit, remaining);
+                ApiError::QuotaExceeded { retry_after }
+            }
+            Err(e) => ApiError::internal(e),
+        };
+        let mut error = gql(refusal).into_server_error(metered.pos);
+        error.path = metered.path;
+        response.data = Value::Null;
+        response.errors = vec![error];
+        response
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<Metered>> {
+        // One operation's count: a poisoned lock still holds a whole value.
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+async fn charge(data: &RequestData, rows: i64) -> Result<QuotaOutcome, DbErr> {
+    let state = &data.state;
+    let limit = state.settings.limits.daily_quota;
+    let account = data.caller.account_id;
+    quota::charge(&state.db, account, rows, limit, state.clock.now()).await
+}
+
+fn quota_headers(response: &mut Response, limit: i64, remaining: i64) {
+    let headers = &mut response.http_headers;
+    headers.insert("x-quota-limit", HeaderValue::from(limit));
+    headers.insert("x-quota-remaining", HeaderValue::from(remaining));
+}
