@@ -33,8 +33,15 @@ struct PriceOnlyExtension {
 pub struct Validated(Arc<Mutex<Option<ValidationResult>>>);
 
 impl Validated {
-    pub fn keep(&self, result: ValidationResult) {
+    /// Runs an extension's validation step and keeps its result.
+    pub async fn validate(
+        &self,
+        ctx: &ExtensionContext<'_>,
+        next: NextValidation<'_>,
+    ) -> Result<ValidationResult, Vec<ServerError>> {
+        let result = next.run(ctx).await?;
         *self.lock() = Some(result);
+        Ok(result)
     }
 
     /// The request's cost as `extensions.analyzer` reports it; `None` before
@@ -67,9 +74,7 @@ impl Extension for PriceOnlyExtension {
         ctx: &ExtensionContext<'_>,
         next: NextValidation<'_>,
     ) -> Result<ValidationResult, Vec<ServerError>> {
-        let result = next.run(ctx).await?;
-        self.validated.keep(result);
-        Ok(result)
+        self.validated.validate(ctx, next).await
     }
 
     async fn execute(

@@ -110,9 +110,7 @@ impl Extension for OverWebSocketExtension {
         ctx: &ExtensionContext<'_>,
         next: NextValidation<'_>,
     ) -> Result<ValidationResult, Vec<ServerError>> {
-        let result = next.run(ctx).await?;
-        self.validated.keep(result);
-        Ok(result)
+        self.validated.validate(ctx, next).await
     }
 
     fn subscribe<'s>(
