@@ -1,5 +1,6 @@
 //! `GET /extension/v1/openapi.json`: the OpenAPI 3.1 document of the
-//! extension API, including the scraped item format, generated from the code.
+//! extension API (scrape uploads with the scraped item format, webhook
+//! subscriptions and their deliveries), generated from the code.
 
 use std::sync::OnceLock;
 
@@ -7,7 +8,7 @@ use axum::http::header;
 use axum::response::IntoResponse;
 use utoipa::OpenApi;
 
-use super::scrapes;
+use super::{scrapes, webhooks};
 use crate::rest::openapi::BearerAuth;
 
 #[derive(OpenApi)]
@@ -19,7 +20,13 @@ use crate::rest::openapi::BearerAuth;
             and webhook subscriptions. Bearer auth like REST v1; errors are `{\"error\": {\"code\", \"message\"}}`."
     ),
     servers((url = "/extension/v1")),
-    paths(scrapes::upload),
+    paths(
+        scrapes::upload,
+        webhooks::list,
+        webhooks::create,
+        webhooks::disable,
+        webhooks::deliveries
+    ),
     modifiers(&BearerAuth),
 )]
 pub struct ExtensionApiDoc;

@@ -11,10 +11,13 @@ use axum::{Extension, Json, Router};
 use chrono::{DateTime, Utc};
 use entity::{DeliveryStatus, SubscriptionStatus, webhook_attempt, webhook_subscription};
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::accounts::Caller;
 use crate::http::ApiError;
+use crate::http::error::ErrorBody;
+use crate::rest::dto::envelope;
 use crate::rest::params::{self, PathId};
 use crate::server::AppState;
 use crate::webhooks::subscriptions::{self, DeliveryLog};
@@ -27,15 +30,26 @@ pub fn router() -> Router<AppState> {
         .route("/webhooks/{id}/deliveries", get(deliveries))
 }
 
-/// `{"data": ...}`, like every v1 answer.
-#[derive(Debug, Serialize)]
-struct Data<T> {
-    data: T,
-}
+envelope!(
+    /// `GET /webhooks`
+    SubscriptionList { data: Vec<Subscription> }
+);
+envelope!(
+    /// `DELETE /webhooks/{id}`
+    SubscriptionEnvelope { data: Subscription }
+);
+envelope!(
+    /// `POST /webhooks`
+    CreatedEnvelope { data: Created }
+);
+envelope!(
+    /// `GET /webhooks/{id}/deliveries`
+    DeliveryList { data: Vec<Delivery> }
+);
 
 /// A subscription as shown to its owner: never the secret.
-#[derive(Debug, Serialize)]
-struct Subscription {
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Subscription {
     id: Uuid,
     url: String,
     status: SubscriptionStatus,
@@ -58,15 +72,17 @@ impl From<webhook_subscription::Model> for Subscription {
 }
 
 /// The answer to creation: the subscription and, this once, its secret.
-#[derive(Debug, Serialize)]
-struct Created {
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Created {
     #[serde(flatten)]
     subscription: Subscription,
+    /// Signs every delivery (HMAC-SHA256, see the `X-Service-Signature` header); shown only here.
     secret: String,
 }
 
-#[derive(Debug, Serialize)]
-struct Delivery {
+/// One event sent to the subscription, with every attempt to send it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Delivery {
     id: Uuid,
     event: String,
     scrape_session_id: Uuid,
@@ -79,8 +95,8 @@ struct Delivery {
 }
 
 /// One attempt: the receiver's status code, or why there was none.
-#[derive(Debug, Serialize)]
-struct Attempt {
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Attempt {
     attempted_at: DateTime<Utc>,
     status_code: Option<i32>,
     error: Option<String>,
@@ -115,28 +131,46 @@ impl From<webhook_attempt::Model> for Attempt {
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct CreateBody {
+/// A new subscription.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct CreateBody {
+    /// Where deliveries are POSTed: a public `https` address.
     url: String,
 }
 
 /// The caller's subscriptions, oldest first.
-async fn list(
+#[utoipa::path(get, path = "/webhooks", tag = "webhooks",
+    responses(
+        (status = 200, body = SubscriptionList),
+        (status = 401, body = ErrorBody), (status = 429, body = ErrorBody),
+    ),
+    security(("bearerAuth" = [])))]
+pub async fn list(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-) -> Result<Json<Data<Vec<Subscription>>>, ApiError> {
+) -> Result<Json<SubscriptionList>, ApiError> {
     let rows = subscriptions::list(&state.db, caller.account_id).await?;
-    Ok(Json(Data {
+    Ok(Json(SubscriptionList {
         data: rows.into_iter().map(Subscription::from).collect(),
     }))
 }
 
 /// Creates a subscription: 201 with its secret, shown only here.
-async fn create(
+#[utoipa::path(post, path = "/webhooks", tag = "webhooks",
+    request_body = CreateBody,
+    responses(
+        (status = 201, body = CreatedEnvelope),
+        (status = 400, body = ErrorBody, description = "Not JSON, or a target that is not a public https address"),
+        (status = 401, body = ErrorBody),
+        (status = 409, body = ErrorBody, description = "The account already has 5 active subscriptions"),
+        (status = 429, body = ErrorBody),
+    ),
+    security(("bearerAuth" = [])))]
+pub async fn create(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     body: Result<Json<CreateBody>, JsonRejection>,
-) -> Result<(StatusCode, Json<Data<Created>>), ApiError> {
+) -> Result<(StatusCode, Json<CreatedEnvelope>), ApiError> {
     let Json(body) = body.map_err(|e| ApiError::InvalidBody(e.body_text()))?;
     let policy = TargetPolicy::from(&state.settings.webhooks);
     let created = subscriptions::create(
@@ -150,7 +184,7 @@ async fn create(
     let secret = created.secret.clone();
     Ok((
         StatusCode::CREATED,
-        Json(Data {
+        Json(CreatedEnvelope {
             data: Created {
                 subscription: created.into(),
                 secret,
@@ -160,28 +194,46 @@ async fn create(
 }
 
 /// Disables a subscription (final; repeating it changes nothing).
-async fn disable(
+#[utoipa::path(delete, path = "/webhooks/{id}", tag = "webhooks",
+    params(("id" = Uuid, Path, description = "The subscription")),
+    responses(
+        (status = 200, body = SubscriptionEnvelope),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "No such subscription of the caller's account"),
+        (status = 429, body = ErrorBody),
+    ),
+    security(("bearerAuth" = [])))]
+pub async fn disable(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     PathId(id): PathId,
-) -> Result<Json<Data<Subscription>>, ApiError> {
+) -> Result<Json<SubscriptionEnvelope>, ApiError> {
     let id = params::uuid(&id)?;
     let disabled =
         subscriptions::disable(&state.db, caller.account_id, id, state.clock.now()).await?;
-    Ok(Json(Data {
+    Ok(Json(SubscriptionEnvelope {
         data: disabled.into(),
     }))
 }
 
 /// The subscription's newest deliveries, newest first, with every attempt.
-async fn deliveries(
+#[utoipa::path(get, path = "/webhooks/{id}/deliveries", tag = "webhooks",
+    params(("id" = Uuid, Path, description = "The subscription")),
+    responses(
+        (status = 200, body = DeliveryList),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "No such subscription of the caller's account"),
+        (status = 429, body = ErrorBody),
+    ),
+    security(("bearerAuth" = [])))]
+pub async fn deliveries(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     PathId(id): PathId,
-) -> Result<Json<Data<Vec<Delivery>>>, ApiError> {
+) -> Result<Json<DeliveryList>, ApiError> {
     let id = params::uuid(&id)?;
     let logs = subscriptions::deliveries(&state.db, caller.account_id, id).await?;
-    Ok(Json(Data {
+    Ok(Json(DeliveryList {
         data: logs.into_iter().map(Delivery::from).collect(),
     }))
 }

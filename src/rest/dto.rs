@@ -470,6 +470,8 @@ macro_rules! envelope {
     };
 }
 
+pub(crate) use envelope;
+
 envelope!(
     /// `GET /products`
     ProductPage { data: Vec<Product>, meta: HasMoreMeta }

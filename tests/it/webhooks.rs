@@ -1081,3 +1081,46 @@ async fn an_upload_is_merged_completed_and_delivered_by_one_job_tick() {
         "delivered once"
     );
 }
+
+#[tokio::test]
+async fn every_webhook_endpoint_answers_as_the_extension_document_says() {
+    let h = Hooks::start().await;
+    let doc: Value = h
+        .app
+        .get("/extension/v1/openapi.json")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let check = |method: &str, template: &str, status: u16, body: &Value| {
+        crate::rest_contract::validate_operation(&doc, method, template, status, body)
+    };
+    let (status, created) =
+        create(&h.app, &h.key, json!({ "url": h.receiver.hook("/hook") })).await;
+    assert_eq!(status, 201, "{created}");
+    check("post", "/webhooks", 201, &created);
+    let id: Uuid = created["data"]["id"].as_str().unwrap().parse().unwrap();
+
+    h.complete_session().await;
+    h.receiver.script([Reply::Status(500)]);
+    h.deliver().await;
+    let (status, list) = call(&h.app, &h.key, reqwest::Method::GET, WEBHOOKS).await;
+    assert_eq!(status, 200, "{list}");
+    check("get", "/webhooks", 200, &list);
+    let path = format!("{WEBHOOKS}/{id}/deliveries");
+    let (status, deliveries) = call(&h.app, &h.key, reqwest::Method::GET, &path).await;
+    assert_eq!(status, 200, "{deliveries}");
+    assert_eq!(deliveries["data"][0]["attempts"][0]["status_code"], 500);
+    check("get", "/webhooks/{id}/deliveries", 200, &deliveries);
+    let (status, disabled) = disable(&h.app, &h.key, id).await;
+    assert_eq!(status, 200, "{disabled}");
+    check("delete", "/webhooks/{id}", 200, &disabled);
+
+    let unknown = format!("{WEBHOOKS}/{}/deliveries", Uuid::nil());
+    let (status, missing) = call(&h.app, &h.key, reqwest::Method::GET, &unknown).await;
+    assert_eq!(status, 404, "{missing}");
+    check("get", "/webhooks/{id}/deliveries", 404, &missing);
+    let (status, refused) = create(&h.app, &h.key, json!({ "url": "ftp://example.com/" })).await;
+    assert_eq!(status, 400, "{refused}");
+    check("post", "/webhooks", 400, &refused);
+}
