@@ -38,6 +38,8 @@ impl Args {
 struct NoKey;
 
 impl Key for NoKey {
+    const LIST: &'static str = "none";
+
     fn values(&self) -> Vec<sea_orm::Value> {
         Vec::new()
     }

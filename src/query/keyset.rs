@@ -18,20 +18,27 @@ pub const MAX_PAGE: u64 = 500;
 /// Rows when neither `first` nor `last` is given.
 pub const DEFAULT_PAGE: u64 = 100;
 
-/// The ordering key of a list, which a cursor carries.
+/// The ordering key of a list, which a cursor carries with the name of the
+/// kind of list it came from: keys of the same shape (a product's and a
+/// session's are both a time and an id) do not pass for each other.
 pub trait Key: Serialize + DeserializeOwned + Clone {
+    /// The kind of list, written into each cursor.
+    const LIST: &'static str;
+
     /// The key's values, in the order of the list's sort columns.
     fn values(&self) -> Vec<Value>;
 
     fn encode(&self) -> String {
-        URL_SAFE_NO_PAD.encode(serde_json::to_vec(self).unwrap_or_default())
+        URL_SAFE_NO_PAD.encode(serde_json::to_vec(&(Self::LIST, self)).unwrap_or_default())
     }
 
     fn decode(cursor: &str) -> Result<Self, QueryError> {
         URL_SAFE_NO_PAD
             .decode(cursor)
             .ok()
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .and_then(|bytes| serde_json::from_slice::<(String, Self)>(&bytes).ok())
+            .filter(|(list, _)| list == Self::LIST)
+            .map(|(_, key)| key)
             .ok_or_else(|| QueryError::Invalid("the cursor is not one this list produced".into()))
     }
 }

@@ -92,6 +92,8 @@ pub async fn history(
 pub struct ObservationKey(pub DateTime<Utc>, pub i64);
 
 impl Key for ObservationKey {
+    const LIST: &'static str = "price_history";
+
     fn values(&self) -> Vec<sea_orm::Value> {
         vec![self.0.into(), self.1.into()]
     }

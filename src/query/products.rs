@@ -179,6 +179,8 @@ fn newest_first(select: Select<product::Entity>) -> Select<product::Entity> {
 pub struct ProductKey(pub chrono::DateTime<chrono::Utc>, pub Uuid);
 
 impl Key for ProductKey {
+    const LIST: &'static str = "products";
+
     fn values(&self) -> Vec<sea_orm::Value> {
         vec![self.0.into(), self.1.into()]
     }

@@ -214,6 +214,8 @@ pub fn merged_product(submission: &submission::Model) -> Option<Uuid> {
 pub struct SessionKey(pub chrono::DateTime<chrono::Utc>, pub Uuid);
 
 impl Key for SessionKey {
+    const LIST: &'static str = "sessions";
+
     fn values(&self) -> Vec<sea_orm::Value> {
         vec![self.0.into(), self.1.into()]
     }
@@ -230,6 +232,8 @@ impl SessionKey {
 pub struct SubmissionKey(pub i64);
 
 impl Key for SubmissionKey {
+    const LIST: &'static str = "submissions";
+
     fn values(&self) -> Vec<sea_orm::Value> {
         vec![self.0.into()]
     }

@@ -1322,6 +1322,40 @@ async fn invalid_cursor_is_invalid_parameter() {
 }
 
 #[tokio::test]
+async fn a_cursor_of_one_list_is_refused_by_another_of_the_same_shape() {
+    let (app, key) = demo_app(3).await;
+    insert_session(&app.db, &key, test_start()).await;
+    // Both lists order by a time and an id.
+    let sessions = "query($first: Int, $after: String) { me { scrapeSessions(first: $first, after: $after) { totalCount pageInfo { endCursor } } } }";
+    let products = "query($first: Int, $after: String) { products(first: $first, after: $after) { totalCount pageInfo { endCursor } } }";
+    let first = json!({ "first": 1 });
+    let d = data(&app, &key, sessions, first.clone()).await;
+    let session_cursor = d["me"]["scrapeSessions"]["pageInfo"]["endCursor"].clone();
+    let d = data(&app, &key, products, first).await;
+    let product_cursor = d["products"]["pageInfo"]["endCursor"].clone();
+
+    // Each list takes its own cursor ...
+    let own = json!({ "first": 1, "after": product_cursor });
+    assert_eq!(
+        data(&app, &key, products, own).await["products"]["totalCount"],
+        3
+    );
+    let own = json!({ "first": 1, "after": session_cursor });
+    data(&app, &key, sessions, own).await;
+    // ... and not the other's.
+    let other = json!({ "first": 1, "after": session_cursor });
+    assert_eq!(
+        error_code(&app, &key, products, other).await,
+        "INVALID_PARAMETER"
+    );
+    let other = json!({ "first": 1, "after": product_cursor });
+    assert_eq!(
+        error_code(&app, &key, sessions, other).await,
+        "INVALID_PARAMETER"
+    );
+}
+
+#[tokio::test]
 async fn page_size_over_500_or_negative_is_invalid_parameter() {
     let app = TestApp::spawn().await;
     let key = app.key("acme").await;
