@@ -126,7 +126,7 @@ pub struct JobsConfig {
     #[arg(long, env = "VITRINA_MERGE_LEASE_SECS", default_value_t = 300)]
     pub merge_lease_secs: u64,
 
-    /// Days after which submissions are deleted.
+    /// Days after which submissions, and finished webhook deliveries, are deleted.
     #[arg(long, env = "VITRINA_RETENTION_DAYS", default_value_t = 90)]
     pub retention_days: u64,
 }

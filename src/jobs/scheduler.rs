@@ -31,7 +31,7 @@ pub struct TickReport {
     pub merge: MergeReport,
     pub deliveries: DeliveryReport,
     pub snapshot_made: bool,
-    pub purged: u64,
+    pub purged: retention::Purged,
 }
 
 impl std::fmt::Display for TickReport {
@@ -40,7 +40,7 @@ impl std::fmt::Display for TickReport {
         write!(
             f,
             "merged {}, flagged {}, rejected {}, leases released {}, sessions completed {}; \
-             webhook attempts {} ({} succeeded, {} to retry, {} failed); snapshot made: {}; submissions purged: {}",
+             webhook attempts {} ({} succeeded, {} to retry, {} failed); snapshot made: {}; purged {} submissions, {} webhook deliveries",
             m.merged,
             m.flagged,
             m.rejected,
@@ -51,7 +51,8 @@ impl std::fmt::Display for TickReport {
             d.rescheduled,
             d.failed,
             if self.snapshot_made { "yes" } else { "no" },
-            self.purged
+            self.purged.submissions,
+            self.purged.deliveries
         )
     }
 }

@@ -810,7 +810,7 @@ async fn retention_deletes_old_submissions_and_fires_nothing() {
     let purged = vitrina::jobs::retention::purge(&app.db, app.clock.now(), TimeDelta::days(90))
         .await
         .unwrap();
-    assert_eq!(purged, 1);
+    assert_eq!(purged.submissions, 1);
     app.jobs().tick().await.unwrap();
     let view = app
         .json_as(&key, &format!("/v1/me/scrapes/{session}"))

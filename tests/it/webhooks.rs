@@ -1124,3 +1124,39 @@ async fn every_webhook_endpoint_answers_as_the_extension_document_says() {
     assert_eq!(status, 400, "{refused}");
     check("post", "/webhooks", 400, &refused);
 }
+
+#[tokio::test]
+async fn retention_deletes_finished_deliveries_with_their_attempts_and_keeps_unfinished_ones() {
+    let h = Hooks::start().await;
+    h.subscribe().await;
+    h.complete_session().await;
+    h.receiver.script([Reply::Status(200)]);
+    h.deliver().await;
+    let finished = h.only_delivery().await;
+    assert_eq!(finished.status, DeliveryStatus::Succeeded);
+    h.complete_session().await;
+    h.receiver.script([Reply::Status(500)]);
+    h.deliver().await;
+    let retrying = h
+        .deliveries()
+        .await
+        .into_iter()
+        .find(|d| d.id != finished.id)
+        .expect("the second delivery");
+    assert!(retrying.finished_at.is_none());
+
+    h.advance(TimeDelta::days(91));
+    h.complete_session().await;
+    let purged = vitrina::jobs::retention::purge(&h.app.db, h.now(), TimeDelta::days(90))
+        .await
+        .unwrap();
+    assert_eq!(purged.deliveries, 1);
+    let kept: Vec<Uuid> = h.deliveries().await.iter().map(|d| d.id).collect();
+    assert_eq!(kept.len(), 2, "the one being retried and the new one");
+    assert!(!kept.contains(&finished.id));
+    assert!(
+        h.attempts(finished.id).await.is_empty(),
+        "attempts go with it"
+    );
+    assert_eq!(h.attempts(retrying.id).await.len(), 1);
+}
