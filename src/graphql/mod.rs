@@ -310,6 +310,11 @@ async fn execute(state: &AppState, headers: &HeaderMap, batch: BatchRequest) -> 
     let (requests, single) = match batch {
         BatchRequest::Single(request) => (vec![request], true),
         BatchRequest::Batch(_) if !state.settings.graphql.batching => {
+            // The key first, as for any request: a caller without one
+            // learns only that.
+            if let Err(refusal) = access::admit(state, headers).await {
+                return refused(headers, refusal);
+            }
             return request_error(
                 headers,
                 StatusCode::BAD_REQUEST,
@@ -335,13 +340,7 @@ async fn execute(state: &AppState, headers: &HeaderMap, batch: BatchRequest) -> 
     };
     let admission = match admission {
         Ok(admission) => admission,
-        Err((error, rate)) => {
-            let mut response = api_error(headers, &error);
-            if let Some(rate) = rate {
-                access::rate_headers(&rate, response.headers_mut());
-            }
-            return response;
-        }
+        Err(refusal) => return refused(headers, refusal),
     };
     let data = Arc::new(RequestData {
         state: state.clone(),
@@ -356,4 +355,13 @@ async fn execute(state: &AppState, headers: &HeaderMap, batch: BatchRequest) -> 
     let mut http = respond(headers, response);
     access::rate_headers(&admission.rate, http.headers_mut());
     http
+}
+
+/// A request refused before it ran (no valid key, rate limited).
+fn refused(headers: &HeaderMap, (error, rate): access::Refusal) -> Response {
+    let mut response = api_error(headers, &error);
+    if let Some(rate) = rate {
+        access::rate_headers(&rate, response.headers_mut());
+    }
+    response
 }

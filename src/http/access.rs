@@ -17,6 +17,9 @@ pub struct Admission {
     pub rate: RateDecision,
 }
 
+/// Why a request was not admitted, with its rate headers when it counted.
+pub type Refusal = (ApiError, Option<RateDecision>);
+
 /// The key of an `Authorization: Bearer <key>` header.
 fn bearer(headers: &HeaderMap) -> Option<&str> {
     let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
@@ -27,10 +30,7 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 
 /// Authenticates the key and counts the request against the rate limit.
 /// A refused request carries its rate headers in the error path too.
-pub async fn admit(
-    state: &AppState,
-    headers: &HeaderMap,
-) -> Result<Admission, (ApiError, Option<RateDecision>)> {
+pub async fn admit(state: &AppState, headers: &HeaderMap) -> Result<Admission, Refusal> {
     let key = bearer(headers).ok_or((ApiError::Unauthorized, None))?;
     let now = state.clock.now();
     let caller = accounts::authenticate(&state.db, key, now)

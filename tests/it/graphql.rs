@@ -2773,6 +2773,17 @@ async fn batching_is_refused_unless_enabled() {
     let body: Value = refused.json().await.unwrap();
     let message = body["errors"][0]["message"].as_str().unwrap();
     assert!(message.contains("Batch"), "{message}");
+    // Without a key, the key is what is refused.
+    let keyless = app
+        .client
+        .post(app.url("/graphql"))
+        .json(&batch)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(keyless.status(), 401);
+    let body: Value = keyless.json().await.unwrap();
+    assert_eq!(only_error_code(&body), "UNAUTHORIZED");
 
     let app = batching_app().await;
     let key = app.key("acme").await;
