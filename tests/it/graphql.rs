@@ -15,7 +15,6 @@ use uuid::Uuid;
 use vitrina::clock::Clock;
 use vitrina::config::{GraphqlConfig, Settings};
 use vitrina::limits::Limits;
-use vitrina::seed::{self, SeedOptions};
 
 use crate::fixtures::{
     self, Observation, ProductSpec, insert_current_price, insert_observation, insert_product,
@@ -238,20 +237,9 @@ fn iso(t: DateTime<Utc>) -> String {
 }
 
 /// The app over the demo dataset, with a key of the demo account.
+/// This file's demo data: the same seed in every test.
 async fn demo_app(products: u64) -> (TestApp, String) {
-    let app = TestApp::spawn().await;
-    seed::seed(
-        &app.db,
-        &SeedOptions {
-            demo: true,
-            products,
-            seed: 7,
-        },
-    )
-    .await
-    .expect("seed");
-    let key = app.key(seed::DEMO_ACCOUNT).await;
-    (app, key)
+    TestApp::demo(products, 7).await
 }
 
 /// Rows charged to the daily quota so far, over every account.

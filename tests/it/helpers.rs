@@ -11,6 +11,7 @@ use vitrina::clock::{Clock, ManualClock};
 use vitrina::config::DatabaseConfig;
 use vitrina::config::Settings;
 use vitrina::limits::Limits;
+use vitrina::seed::SeedOptions;
 use vitrina::server::AppState;
 
 /// A database that exists for one test and is removed afterwards.
@@ -138,6 +139,20 @@ impl TestApp {
             ..Settings::default()
         })
         .await
+    }
+
+    /// The app over `products` demo products made by the seed generator with
+    /// `seed`, and a key of the demo account.
+    pub async fn demo(products: u64, seed: u64) -> (TestApp, String) {
+        let app = Self::spawn().await;
+        let options = SeedOptions {
+            demo: true,
+            products,
+            seed,
+        };
+        vitrina::seed::seed(&app.db, &options).await.expect("seed");
+        let key = app.key(vitrina::seed::DEMO_ACCOUNT).await;
+        (app, key)
     }
 
     /// The app with every setting chosen by the test (GraphQL limits, batching...).

@@ -8,25 +8,13 @@ use sea_orm::{
 };
 use serde_json::{Value, json};
 use vitrina::query::products::ProductFilter;
-use vitrina::seed::{self, SeedOptions};
 
 use crate::helpers::TestApp;
 
 /// The app over the demo dataset, with a key of the demo account.
+/// This file's demo data: the same seed in every test.
 async fn demo_app(products: u64) -> (TestApp, String) {
-    let app = TestApp::spawn().await;
-    seed::seed(
-        &app.db,
-        &SeedOptions {
-            demo: true,
-            products,
-            seed: 11,
-        },
-    )
-    .await
-    .expect("seed");
-    let key = app.key(seed::DEMO_ACCOUNT).await;
-    (app, key)
+    TestApp::demo(products, 11).await
 }
 
 /// Asserts `body` matches what `doc` says `GET template` answers with `status`.
