@@ -133,7 +133,7 @@ impl Schemas {
             return Priced::Ready {
                 request,
                 document,
-                cost,
+                cost: Cost::Remembered(cost),
             };
         }
         let mut pricing =
@@ -148,11 +148,10 @@ impl Schemas {
             return Priced::Refused(priced);
         }
         let cost = priced.extensions.remove("analyzer").unwrap_or_default();
-        self.parsed.remember_cost(&request, &cost);
         Priced::Ready {
             request,
             document,
-            cost,
+            cost: Cost::PricedNow(cost),
         }
     }
 
@@ -164,7 +163,18 @@ impl Schemas {
                 request,
                 document,
                 cost,
-            } => (request, document, cost),
+            } => {
+                let cost = match cost {
+                    Cost::Remembered(cost) => cost,
+                    // Kept only now that the caller is admitted, as parsed
+                    // queries are.
+                    Cost::PricedNow(cost) => {
+                        self.parsed.remember_cost(&request, &cost);
+                        cost
+                    }
+                };
+                (request, document, cost)
+            }
         };
         let operation = request.operation_name.clone();
         let meter = Arc::new(Meter::default());
@@ -180,13 +190,25 @@ impl Schemas {
 }
 
 /// A request after its pricing pass.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per request, moved once: boxing would only add an allocation"
+)]
 enum Priced {
     Refused(async_graphql::Response),
     Ready {
         request: async_graphql::Request,
         document: Option<Arc<async_graphql::parser::types::ExecutableDocument>>,
-        cost: async_graphql::Value,
+        cost: Cost,
     },
+}
+
+/// A request's cost (`extensions.analyzer`).
+enum Cost {
+    /// Found for an identical request before.
+    Remembered(async_graphql::Value),
+    /// Found by this request's pricing pass.
+    PricedNow(async_graphql::Value),
 }
 
 /// The SDL checked in as `schema.graphql`.
