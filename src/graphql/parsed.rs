@@ -29,10 +29,11 @@ struct Known {
     /// Requests of this query that passed validation, newest first. Their
     /// cost depends on the operation and the variables (page sizes, and
     /// whether the values fit their types), so both are part of the key.
-    costs: Vec<Cost>,
+    costs: Vec<PricedRequest>,
 }
 
-struct Cost {
+/// A request that passed validation, and what it cost.
+struct PricedRequest {
     operation: Option<String>,
     variables: async_graphql::Variables,
     cost: Value,
@@ -106,7 +107,7 @@ impl ParsedQueries {
         known.costs.truncate(COSTS_PER_QUERY - 1);
         known.costs.insert(
             0,
-            Cost {
+            PricedRequest {
                 operation: request.operation_name.clone(),
                 variables: request.variables.clone(),
                 cost: cost.clone(),
