@@ -3,13 +3,13 @@
 //! product they read; the operation is charged once, after it ran, for all
 //! of them. A request whose rows would pass the quota is refused whole and
 //! charges nothing, however many metered fields (aliases, several sessions)
-//! it reads. Over the WebSocket each metered field is charged on its own.
+//! it reads. Over HTTP `Schemas::run` charges it; over the WebSocket the
+//! WebSocket's extension (`response.rs`) charges each response it pushes.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_graphql::{Context, PathSegment, Pos, Response, ServerError, Value};
 use axum::http::HeaderValue;
-use sea_orm::DbErr;
 
 use super::{RequestData, gql};
 use crate::http::ApiError;
@@ -28,20 +28,10 @@ struct Metered {
 }
 
 impl Meter {
-    /// Counts `rows` read by the metered field `ctx` resolves. Over the
-    /// WebSocket, where operations run without a meter, the field is
-    /// charged on its own as it resolves, and refused alone.
-    pub async fn count(ctx: &Context<'_>, rows: usize) -> async_graphql::Result<()> {
+    /// Counts `rows` read by the metered field `ctx` resolves.
+    pub fn count(ctx: &Context<'_>, rows: usize) {
+        let meter = ctx.data_unchecked::<Arc<Meter>>();
         let rows = i64::try_from(rows).unwrap_or(i64::MAX);
-        let Some(meter) = ctx.data_opt::<Arc<Meter>>() else {
-            let data = ctx.data_unchecked::<Arc<RequestData>>();
-            return match charge(data, rows).await.map_err(gql)? {
-                QuotaOutcome::Charged(_) => Ok(()),
-                QuotaOutcome::Exceeded { retry_after, .. } => {
-                    Err(gql(ApiError::QuotaExceeded { retry_after }))
-                }
-            };
-        };
         let mut metered = meter.lock();
         match &mut *metered {
             Some(metered) => metered.rows = metered.rows.saturating_add(rows),
@@ -54,7 +44,6 @@ impl Meter {
                 });
             }
         }
-        Ok(())
     }
 
     /// Charges what the operation read, once; a response over the quota
@@ -64,7 +53,12 @@ impl Meter {
         let Some(metered) = self.lock().take() else {
             return response;
         };
-        let refusal = match charge(data, metered.rows).await {
+        let state = &data.state;
+        let limit = state.settings.limits.daily_quota;
+        let account = data.caller.account_id;
+        let outcome =
+            quota::charge(&state.db, account, metered.rows, limit, state.clock.now()).await;
+        let refusal = match outcome {
             Ok(QuotaOutcome::Charged(charge)) => {
                 quota_headers(&mut response, charge.limit, charge.remaining);
                 return response;
@@ -92,13 +86,6 @@ impl Meter {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
-}
-
-async fn charge(data: &RequestData, rows: i64) -> Result<QuotaOutcome, DbErr> {
-    let state = &data.state;
-    let limit = state.settings.limits.daily_quota;
-    let account = data.caller.account_id;
-    quota::charge(&state.db, account, rows, limit, state.clock.now()).await
 }
 
 fn quota_headers(response: &mut Response, limit: i64, remaining: i64) {

@@ -1,19 +1,22 @@
 //! GraphQL responses over HTTP: status, media type and a JSON body written in
 //! one pass straight from async-graphql's values (field order kept); and
-//! the error codes and cost of responses sent over the WebSocket.
+//! the quota, error codes and cost of responses sent over the WebSocket.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_graphql::extensions::{
-    Extension, ExtensionContext, ExtensionFactory, NextSubscribe, NextValidation,
+    Extension, ExtensionContext, ExtensionFactory, NextPrepareRequest, NextSubscribe,
+    NextValidation,
 };
-use async_graphql::{BatchResponse, ServerError, ValidationResult, Value};
+use async_graphql::{BatchResponse, ServerError, ServerResult, ValidationResult, Value};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream::{BoxStream, StreamExt};
 use serde::Serialize;
 
+use super::RequestData;
+use super::meter::Meter;
 use super::pricing::Validated;
 use crate::http::ApiError;
 
@@ -87,9 +90,11 @@ fn add_missing_code(error: &mut ServerError) {
     extensions.set("code", code);
 }
 
-/// What every response sent over the WebSocket carries, as over HTTP: an
+/// What every response sent over the WebSocket gets, as over HTTP: the
+/// daily quota charged for its metered lists at once ([`Meter`]), an
 /// `extensions.code` on each error and the request's cost in
-/// `extensions.analyzer`.
+/// `extensions.analyzer`. A subscription's every update is charged as a
+/// response of its own.
 pub struct OverWebSocket;
 
 impl ExtensionFactory for OverWebSocket {
@@ -101,10 +106,20 @@ impl ExtensionFactory for OverWebSocket {
 #[derive(Default)]
 struct OverWebSocketExtension {
     validated: Validated,
+    meter: Arc<Meter>,
 }
 
 #[async_trait::async_trait]
 impl Extension for OverWebSocketExtension {
+    async fn prepare_request(
+        &self,
+        ctx: &ExtensionContext<'_>,
+        request: async_graphql::Request,
+        next: NextPrepareRequest<'_>,
+    ) -> ServerResult<async_graphql::Request> {
+        next.run(ctx, request.data(self.meter.clone())).await
+    }
+
     async fn validation(
         &self,
         ctx: &ExtensionContext<'_>,
@@ -121,12 +136,22 @@ impl Extension for OverWebSocketExtension {
     ) -> BoxStream<'s, async_graphql::Response> {
         // The stream validates its request when first polled, after this.
         let validated = self.validated.clone();
+        let meter = self.meter.clone();
+        // The connection's caller, which every operation on it runs as.
+        let data = ctx.data_opt::<Arc<RequestData>>().cloned();
         next.run(ctx, stream)
-            .map(move |mut response| {
-                response.errors.iter_mut().for_each(add_missing_code);
-                match validated.cost() {
-                    Some(cost) => response.extension("analyzer", cost),
-                    None => response,
+            .then(move |response| {
+                let (validated, meter, data) = (validated.clone(), meter.clone(), data.clone());
+                async move {
+                    let mut response = match &data {
+                        Some(data) => meter.charge(data, response).await,
+                        None => response,
+                    };
+                    response.errors.iter_mut().for_each(add_missing_code);
+                    match validated.cost() {
+                        Some(cost) => response.extension("analyzer", cost),
+                        None => response,
+                    }
                 }
             })
             .boxed()

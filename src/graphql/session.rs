@@ -219,7 +219,7 @@ impl ScrapeSession {
             .iter()
             .filter_map(sessions::merged_product)
             .collect();
-        Meter::count(ctx, merged.len()).await?;
+        Meter::count(ctx, merged.len());
         Ok((slice, total, merged))
     }
 }

@@ -971,6 +971,12 @@ mod live {
             // 2 merged products: charged for the first (2 of 3), refused for the second.
             let error = reply["payload"]["errors"][0]["extensions"]["code"].as_str();
             assert_eq!(error, code, "{reply}");
+            // A refused response is refused whole, as over HTTP.
+            assert_eq!(
+                reply["payload"]["data"].is_null(),
+                code.is_some(),
+                "{reply}"
+            );
         }
     }
 
