@@ -1,7 +1,7 @@
 //! Relay connections built from the query layer's keyset slices.
 
 use async_graphql::connection::{Connection, CursorType, Edge, EmptyFields};
-use async_graphql::{OutputType, SimpleObject};
+use async_graphql::{Context, Lookahead, OutputType, SimpleObject};
 
 use crate::query::QueryError;
 use crate::query::keyset::{Key, Slice, Window};
@@ -25,12 +25,27 @@ impl Args {
         )
     }
 
+    /// The window of the connection field `ctx` resolves: it reads one row
+    /// past the page only when the query asks whether more rows follow.
+    pub fn window_in<K: Key>(&self, ctx: &Context<'_>) -> Result<Window<K>, QueryError> {
+        let mut window = self.window()?;
+        window.peek = asks_more(&ctx.look_ahead());
+        Ok(window)
+    }
+
     /// Only `first` (or nothing): the shape a batched "first N" loader can answer.
     pub fn simple_first(&self) -> Option<u64> {
         let window = self.window::<NoKey>().ok()?;
         (self.after.is_none() && self.before.is_none() && window.last.is_none())
             .then(|| window.first.unwrap_or(crate::query::keyset::DEFAULT_PAGE))
     }
+}
+
+/// Whether a connection's selection asks `pageInfo { hasNextPage }` or
+/// `hasPreviousPage`: only they need the row past a page (cursors do not).
+pub fn asks_more(connection: &Lookahead<'_>) -> bool {
+    let info = connection.field("pageInfo");
+    info.field("hasNextPage").exists() || info.field("hasPreviousPage").exists()
 }
 
 /// Key type for validating sizes when no cursor is involved.
@@ -94,7 +109,8 @@ where
     connection
 }
 
-/// A "first N" batch answer (fetched with one extra row) as a connection slice.
+/// A "first N" batch answer as a connection slice: it has a next page when
+/// the batch read a row past the N.
 pub fn first_n<T>(mut rows: Vec<T>, n: u64) -> Slice<T> {
     let has_next = rows.len() as u64 > n;
     rows.truncate(n as usize);

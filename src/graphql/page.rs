@@ -107,22 +107,26 @@ impl Page {
         one(&self.translations, &loaders.translations, &self.ids, &id).await
     }
 
-    /// The latest `n` observations of product `id`.
+    /// The latest `n` observations of product `id`, and one more when
+    /// `more` (whether more follow). Rows read with one more serve a list
+    /// that does not ask too (aliases of one list may differ).
     pub async fn latest_prices(
         &self,
         loaders: &Loaders,
         id: Uuid,
         n: u64,
+        more: bool,
     ) -> Loads<Vec<price_observation::Model>> {
-        let cell = self
-            .latest_prices
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(n)
-            .or_default()
-            .clone();
-        let keys: Vec<TopKey> = self.ids.iter().map(|p| (*p, n)).collect();
-        one(&cell, &loaders.latest_prices, &keys, &(id, n)).await
+        let (count, cell) = {
+            let mut cells = self.latest_prices.lock().unwrap_or_else(|p| p.into_inner());
+            let count = match more || cells.contains_key(&(n + 1)) {
+                true => n + 1,
+                false => n,
+            };
+            (count, cells.entry(count).or_default().clone())
+        };
+        let keys: Vec<TopKey> = self.ids.iter().map(|p| (*p, count)).collect();
+        one(&cell, &loaders.latest_prices, &keys, &(id, count)).await
     }
 }
 

@@ -92,7 +92,7 @@ pub async fn product_connection(
     let page = products::connection(
         &request(ctx).state.db,
         &filter,
-        &args.window()?,
+        &args.window_in(ctx)?,
         read_with(&[fields.field("nodes"), fields.field("edges").field("node")]),
         fields.field("totalCount").exists(),
     )
@@ -176,9 +176,10 @@ fn camel(snake: &str) -> String {
 
 /// The number of latest observations to read with a page: when every
 /// `priceHistory` selected under its nodes asks for the plain "first N"
-/// (the shape [`price_connection`] batches), N + 1 for `hasNextPage`.
+/// (the shape [`price_connection`] batches), N, and one more when any of
+/// them asks whether more follow.
 fn latest_prices_asked(nodes: &[Lookahead<'_>]) -> Option<u64> {
-    let mut asked = None;
+    let (mut asked, mut more) = (None, false);
     for field in nodes
         .iter()
         .flat_map(|n| n.field("priceHistory").selection_fields())
@@ -192,13 +193,14 @@ fn latest_prices_asked(nodes: &[Lookahead<'_>]) -> Option<u64> {
                 _ => return None,
             }
         }
-        let n = args.simple_first()? + 1;
+        let n = args.simple_first()?;
         if asked.is_some_and(|m| m != n) {
             return None;
         }
         asked = Some(n);
+        more |= connection::asks_more(&Lookahead::from(field));
     }
-    asked
+    asked.map(|n| n + u64::from(more))
 }
 
 /// One product's price history as a connection, newest first. The plain
@@ -213,16 +215,19 @@ pub async fn price_connection(
     let req = request(ctx);
     let slice = match (args.simple_first(), &filter) {
         (Some(n), None) => {
-            let key = (product_id, n + 1);
+            let more = connection::asks_more(&ctx.look_ahead());
             let rows = match page {
-                Some(page) => page.latest_prices(&req.loaders, key.0, key.1).await,
-                None => req.loaders.latest_prices.load_one(key).await,
+                Some(page) => page.latest_prices(&req.loaders, product_id, n, more).await,
+                None => {
+                    let key = (product_id, n + u64::from(more));
+                    req.loaders.latest_prices.load_one(key).await
+                }
             };
             connection::first_n(rows.map_err(gql)?.unwrap_or_default(), n)
         }
         _ => {
             let filter: PriceHistoryFilter = filter.clone().unwrap_or_default().into();
-            prices::connection(&req.state.db, product_id, &filter, &args.window()?).await?
+            prices::connection(&req.state.db, product_id, &filter, &args.window_in(ctx)?).await?
         }
     };
     let filter = filter.unwrap_or_default().into();

@@ -132,7 +132,8 @@ impl Seller {
         };
         match args.simple_first() {
             Some(n) => {
-                let key = (self.model.id, n + 1);
+                let more = connection::asks_more(&ctx.look_ahead());
+                let key = (self.model.id, n + u64::from(more));
                 let rows = request(ctx)
                     .loaders
                     .seller_products

@@ -47,7 +47,7 @@ impl Me {
             last,
             before,
         }
-        .window()?;
+        .window_in(ctx)?;
         let (slice, total) =
             sessions::connection_for_account(&req.state.db, req.caller.account_id, &window).await?;
         Ok(connection::from_slice(
@@ -205,7 +205,7 @@ impl ScrapeSession {
         args: &Args,
     ) -> Result<(Slice<submission::Model>, u64, Vec<Uuid>)> {
         let req = request(ctx);
-        let window = args.window()?;
+        let window = args.window_in(ctx)?;
         let (slice, total) = sessions::submissions_for_account(
             &req.state.db,
             req.caller.account_id,

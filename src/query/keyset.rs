@@ -50,6 +50,10 @@ pub struct Window<K> {
     pub before: Option<K>,
     pub first: Option<u64>,
     pub last: Option<u64>,
+    /// Whether to read one row past the page, which tells whether more
+    /// follow (`hasNextPage`, or `hasPreviousPage` with `last`). Without it
+    /// the page reads only its own rows and reports no more.
+    pub peek: bool,
 }
 
 impl<K: Key> Window<K> {
@@ -74,6 +78,7 @@ impl<K: Key> Window<K> {
             before: before.map(K::decode).transpose()?,
             first: size("first", first)?,
             last: size("last", last)?,
+            peek: true,
         };
         if window.first.is_some() && window.last.is_some() {
             return Err(QueryError::Invalid(
@@ -117,9 +122,8 @@ where
 
 impl<K: Key> Window<K> {
     /// `select` narrowed to this window: rows past the cursors, in the
-    /// window's reading order, one more than the page holds (it tells
-    /// whether more follow). Columns are table-qualified, so the statement
-    /// can join other tables.
+    /// window's reading order, one more than the page holds when it peeks.
+    /// Columns are table-qualified, so the statement can join other tables.
     pub fn bound<E, C>(&self, select: Select<E>, columns: &[C], natural: Order) -> Select<E>
     where
         E: EntityTrait,
@@ -151,7 +155,7 @@ impl<K: Key> Window<K> {
         for column in columns {
             select = select.order_by(column.clone(), order.clone());
         }
-        select.limit(self.size() + 1)
+        select.limit(self.size() + u64::from(self.peek))
     }
 
     /// The page out of the rows [`Window::bound`] read, in natural order.

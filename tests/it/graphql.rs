@@ -540,6 +540,106 @@ async fn a_page_reads_only_the_documents_its_query_shows() {
     }
 }
 
+/// The LIMITs of the page statement run since `from`, values written in:
+/// its own (last), and its latest prices' first when it reads them.
+fn page_limits(app: &TestApp, from: usize) -> (String, Option<String>) {
+    let texts = app.statements_with_values(from);
+    let page = texts
+        .iter()
+        .find(|s| s.contains("FROM \"products\""))
+        .expect("page statement");
+    let mut limits: Vec<String> = page
+        .match_indices("LIMIT ")
+        .map(|(at, _)| {
+            let digits = page[at + 6..].chars().take_while(char::is_ascii_digit);
+            format!("LIMIT {}", digits.collect::<String>())
+        })
+        .collect();
+    let outer = limits.pop().expect("page limit");
+    (outer, limits.first().cloned())
+}
+
+/// A connection reads the row past its page only when the query asks
+/// whether more follow (`pageInfo { hasNextPage }`, or `hasPreviousPage`
+/// with `last`): a dashboard that never pages reads just its rows. The
+/// rows are the same either way, and the flags true where more follow.
+#[tokio::test]
+async fn a_page_reads_the_row_past_it_only_when_asked_whether_more_follow() {
+    let (app, key) = demo_app(40).await;
+    let query = |info: &str| {
+        format!(
+            "{{ products(first: 3) {{ {info} nodes {{ id \
+             priceHistory(first: 2) {{ {info} nodes {{ price recordedAt }} }} }} }} }}"
+        )
+    };
+    let from = app.statements();
+    let bare = data(&app, &key, &query(""), json!({})).await;
+    assert_eq!(
+        page_limits(&app, from),
+        ("LIMIT 3".into(), Some("LIMIT 2".into()))
+    );
+
+    let from = app.statements();
+    let asked = data(&app, &key, &query("pageInfo { hasNextPage }"), json!({})).await;
+    assert_eq!(
+        page_limits(&app, from),
+        ("LIMIT 4".into(), Some("LIMIT 3".into()))
+    );
+    let (bare, asked) = (&bare["products"]["nodes"], &asked["products"]);
+    assert_eq!(
+        asked["pageInfo"]["hasNextPage"], true,
+        "40 products, 3 shown"
+    );
+    let asked_nodes = asked["nodes"].as_array().unwrap();
+    assert_eq!(asked_nodes.len(), 3);
+    for (shown, bare) in asked_nodes.iter().zip(bare.as_array().unwrap()) {
+        assert_eq!(shown["id"], bare["id"]);
+        let history = &shown["priceHistory"];
+        assert_eq!(history["nodes"], bare["priceHistory"]["nodes"]);
+        let path = format!(
+            "/v1/products/{}/price-history",
+            shown["id"].as_str().unwrap()
+        );
+        let total = app.json_as(&key, &path).await["meta"]["total"]
+            .as_u64()
+            .unwrap();
+        assert_eq!(history["pageInfo"]["hasNextPage"], total > 2, "{path}");
+    }
+
+    // Two aliases of one list, one asking: one statement serves both.
+    let from = app.statements();
+    let mixed = data(
+        &app,
+        &key,
+        "{ products(first: 3) { nodes { id
+            plain: priceHistory(first: 2) { nodes { price recordedAt } }
+            paged: priceHistory(first: 2) { pageInfo { hasNextPage } nodes { price recordedAt } } } } }",
+        json!({}),
+    )
+    .await;
+    let (_, inner) = page_limits(&app, from);
+    assert_eq!(inner.as_deref(), Some("LIMIT 3"));
+    assert_eq!(app.statements() - from, 2, "the key and the page");
+    for (node, shown) in mixed["products"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(asked_nodes)
+    {
+        assert_eq!(node["plain"]["nodes"], shown["priceHistory"]["nodes"]);
+        assert_eq!(node["paged"], shown["priceHistory"]);
+    }
+
+    // Backwards: `last` reads the row before its page only for hasPreviousPage.
+    let last = |info: &str| format!("{{ products(last: 3) {{ {info} nodes {{ id }} }} }}");
+    let from = app.statements();
+    let bare = data(&app, &key, &last(""), json!({})).await;
+    assert_eq!(page_limits(&app, from).0, "LIMIT 3");
+    let asked = data(&app, &key, &last("pageInfo { hasPreviousPage }"), json!({})).await;
+    assert_eq!(asked["products"]["pageInfo"]["hasPreviousPage"], true);
+    assert_eq!(asked["products"]["nodes"], bare["products"]["nodes"]);
+}
+
 /// A page reads the columns of its products' child lists (translations,
 /// prices, special prices, latest price history) that its query shows, and
 /// each list shows what the same list shows when asked for every field.

@@ -122,8 +122,8 @@ pub struct TestApp {
     pub client: reqwest::Client,
     /// The state the app serves with (settings, events, ...).
     pub state: AppState,
-    /// The SQL text of every statement the app's connection has run.
-    statements: Arc<std::sync::Mutex<Vec<String>>>,
+    /// Every statement the app's connection has run, with its values.
+    statements: Arc<std::sync::Mutex<Vec<sea_orm::Statement>>>,
     /// Keeps the database alive as long as the app.
     _test_db: TestDb,
 }
@@ -162,7 +162,7 @@ impl TestApp {
         let statements = Arc::new(std::sync::Mutex::new(Vec::new()));
         let log = statements.clone();
         db.set_metric_callback(move |info| {
-            log.lock().unwrap().push(info.statement.sql.clone());
+            log.lock().unwrap().push(info.statement.clone());
         });
         let clock = ManualClock::new(test_start());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -241,7 +241,18 @@ impl TestApp {
 
     /// The SQL text of the statements run since the first `from` of them.
     pub fn statement_texts(&self, from: usize) -> Vec<String> {
-        self.statements.lock().unwrap()[from..].to_vec()
+        self.statements.lock().unwrap()[from..]
+            .iter()
+            .map(|s| s.sql.clone())
+            .collect()
+    }
+
+    /// The same statements with their values written in.
+    pub fn statements_with_values(&self, from: usize) -> Vec<String> {
+        self.statements.lock().unwrap()[from..]
+            .iter()
+            .map(ToString::to_string)
+            .collect()
     }
 
     /// The background jobs over this app's database and clock.
