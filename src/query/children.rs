@@ -4,29 +4,32 @@
 //! one more statement per relation. JSON rather than joined rows, because
 //! two child lists joined to one page would multiply each other's rows.
 //!
-//! Each child row is a JSON array of its columns in the model's field order,
-//! which serde reads into the model like an object (PostgreSQL builds an
-//! array of 11 columns in half the time of the object with their names).
-//! Child tables hold no boolean columns (SQLite would give 0 or 1, which a
-//! `bool` does not accept).
-//!
-//! A statement reads the columns its caller shows ([`Columns`]): turning a
-//! number, a timestamp or a document into JSON is most of the database's
-//! work here.
+//! Each child row is a JSON array of the columns its caller reads, in the
+//! model's field order (PostgreSQL builds an array of 11 columns in half the
+//! time of the object with their names). A column left out costs nothing in
+//! the database: `json_build_array` looks up the output of every argument
+//! on every row, constants too, so a placeholder costs what a value does.
+//! It reads back as the empty value of its field's type (see [`Fill`]),
+//! which no answer shows. Child tables hold no boolean columns (SQLite
+//! would give 0 or 1, which a `bool` does not accept).
+
+use std::fmt;
+use std::marker::PhantomData;
 
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ColumnTrait, ColumnType, DbBackend, DbErr, EntityTrait, IdenStatic, Iterable, QueryResult,
 };
-use serde::de::DeserializeOwned;
+use serde::de::value::{MapDeserializer, SeqDeserializer};
+use serde::de::{
+    self, DeserializeOwned, DeserializeSeed, Deserializer, IgnoredAny, IntoDeserializer, SeqAccess,
+    Visitor,
+};
 
 /// The columns of a child table a statement reads, by their place in the
 /// entity, besides its parent column, which is never read (every row of the
-/// list belongs to the parent it is read with). Text columns are read whatever is asked (they cost next to
-/// nothing, and an enum kept as text has no empty value); any other column
-/// left out comes back as the empty value of its type (NULL, `[]`, 0, the
-/// nil UUID, the epoch), so the row still reads into the model. Whoever
-/// sorts the rows reads the columns it sorts them by.
+/// list belongs to the parent it is read with). Whoever sorts the rows
+/// reads the columns it sorts them by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Columns(u64);
 
@@ -54,41 +57,109 @@ impl Columns {
     }
 }
 
-/// The rows of `E` whose `parent` column equals `outer` (a column of the
-/// enclosing statement, e.g. `products.id`), as a JSON array of rows:
-/// all of them, or the first `n` in a fixed SQL order (e.g.
-/// `"recorded_at DESC, id DESC"`). NULL or `[]` when there are none.
-pub fn column<E: EntityTrait>(
-    backend: DbBackend,
-    parent: E::Column,
-    outer: &str,
-    first: Option<(&str, u64)>,
-    columns: Columns,
-) -> Expr {
-    let table = E::default().table_name().to_owned();
-    let parent = parent.as_str();
-    let fields = E::Column::iter()
-        .enumerate()
-        // The parent column is the parent's own id: no reader needs it.
-        .map(
-            |(at, c)| match c.as_str() != parent && (columns.reads(at) || is_text(c)) {
-                true => value(backend, c, c.as_str()),
-                false => empty(backend, c).to_owned(),
-            },
-        )
-        .collect::<Vec<_>>()
-        .join(", ");
-    let limit = match first {
-        Some((order_by, n)) => format!(" ORDER BY {order_by} LIMIT {n}"),
-        None => String::new(),
-    };
-    let rows = format!("(SELECT * FROM {table} WHERE {parent} = {outer}{limit}) t");
-    Expr::cust(match backend {
-        DbBackend::Postgres => {
-            format!("(SELECT json_agg(json_build_array({fields}))::text FROM {rows})")
+/// One child list of a parent statement: the SQL of its column and how its
+/// rows read back into their model.
+#[derive(Debug, Clone)]
+pub struct List {
+    /// `(SELECT <aggregate> FROM (SELECT * FROM <table> WHERE <parent> = `,
+    /// completed by the parent column in [`List::column`].
+    head: String,
+    /// `<ORDER BY and LIMIT>) t)`.
+    tail: String,
+    /// Per model field, in order: read from the array, or filled.
+    fields: Vec<Field>,
+}
+
+/// Where a model field of a child row comes from.
+#[derive(Debug, Clone, Copy)]
+enum Field {
+    /// The row array's next element.
+    Read,
+    /// A column left out.
+    Fill(Fill),
+}
+
+/// The value a column left out reads as: never shown, but it must read into
+/// the model's field.
+#[derive(Debug, Clone, Copy)]
+enum Fill {
+    /// The nil UUID.
+    Uuid,
+    /// The Unix epoch.
+    Time,
+    /// Whatever the field's type calls empty: `""`, 0, `None`, `[]`, JSON
+    /// `null`, an enum's first value.
+    Empty,
+}
+
+impl List {
+    /// The rows of `E` whose `parent` column equals the enclosing
+    /// statement's, reading `columns`: all of them, or the first `n` in a
+    /// fixed SQL order (e.g. `"recorded_at DESC, id DESC"`).
+    pub fn of<E: EntityTrait>(
+        backend: DbBackend,
+        parent: E::Column,
+        columns: Columns,
+        first: Option<(&str, u64)>,
+    ) -> List {
+        let table = E::default().table_name().to_owned();
+        let parent = parent.as_str();
+        let mut values = Vec::new();
+        let fields = E::Column::iter()
+            .enumerate()
+            .map(|(at, c)| match c.as_str() != parent && columns.reads(at) {
+                true => {
+                    values.push(value(backend, c, c.as_str()));
+                    Field::Read
+                }
+                false => Field::Fill(Fill::of(c)),
+            })
+            .collect();
+        let values = values.join(", ");
+        let aggregate = match backend {
+            DbBackend::Postgres => format!("json_agg(json_build_array({values}))::text"),
+            _ => format!("json_group_array(json_array({values}))"),
+        };
+        let limit = match first {
+            Some((order_by, n)) => format!(" ORDER BY {order_by} LIMIT {n}"),
+            None => String::new(),
+        };
+        List {
+            head: format!("(SELECT {aggregate} FROM (SELECT * FROM {table} WHERE {parent} = "),
+            tail: format!("{limit}) t)"),
+            fields,
         }
-        _ => format!("(SELECT json_group_array(json_array({fields})) FROM {rows})"),
-    })
+    }
+
+    /// The list's column for the parent column `outer` of the enclosing
+    /// statement (e.g. `products.id`): a JSON array of rows, or NULL or
+    /// `[]` when there are none.
+    pub fn column(&self, outer: &str) -> Expr {
+        Expr::cust(format!("{}{outer}{}", self.head, self.tail))
+    }
+
+    /// The child rows in column `alias` of `row`, in SQL's order; callers
+    /// that need one sort them.
+    pub fn decode<M: DeserializeOwned>(
+        &self,
+        row: &QueryResult,
+        alias: &str,
+    ) -> Result<Vec<M>, DbErr> {
+        match row.try_get::<Option<String>>("", alias)? {
+            Some(text) => self
+                .read(&text)
+                .map_err(|e| DbErr::Type(format!("{alias} read as JSON: {e}"))),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The rows of the list's JSON text.
+    fn read<M: DeserializeOwned>(&self, text: &str) -> Result<Vec<M>, serde_json::Error> {
+        let mut json = serde_json::Deserializer::from_str(text);
+        let rows = json.deserialize_seq(Rows::<M>(&self.fields, PhantomData))?;
+        json.end()?;
+        Ok(rows)
+    }
 }
 
 /// Column `name` of the child row `t` as a JSON value. On SQLite: JSON is
@@ -107,42 +178,286 @@ fn value(backend: DbBackend, column: impl ColumnTrait, name: &str) -> String {
     }
 }
 
-fn is_text(column: impl ColumnTrait) -> bool {
-    let def = column.def();
-    !def.is_null()
-        && matches!(
-            def.get_column_type(),
-            ColumnType::String(_) | ColumnType::Text | ColumnType::Char(_)
-        )
-}
-
-/// The JSON value a column left out reads as.
-fn empty(backend: DbBackend, column: impl ColumnTrait) -> &'static str {
-    let def = column.def();
-    if def.is_null() {
-        return "NULL";
-    }
-    let postgres = backend == DbBackend::Postgres;
-    match def.get_column_type() {
-        ColumnType::Json | ColumnType::JsonBinary if postgres => "'[]'::json",
-        ColumnType::Json | ColumnType::JsonBinary => "json('[]')",
-        ColumnType::Uuid if postgres => "'00000000-0000-0000-0000-000000000000'::text",
-        ColumnType::Uuid => "'00000000000000000000000000000000'",
-        ColumnType::Timestamp | ColumnType::TimestampWithTimeZone if postgres => {
-            "'1970-01-01T00:00:00Z'::text"
+impl Fill {
+    /// UUIDs and timestamps parse from text, so they get a valid one; every
+    /// other type has an empty value of its own.
+    fn of(column: impl ColumnTrait) -> Fill {
+        let def = column.def();
+        match def.get_column_type() {
+            _ if def.is_null() => Fill::Empty,
+            ColumnType::Uuid => Fill::Uuid,
+            ColumnType::Timestamp | ColumnType::TimestampWithTimeZone => Fill::Time,
+            _ => Fill::Empty,
         }
-        ColumnType::Timestamp | ColumnType::TimestampWithTimeZone => "'1970-01-01T00:00:00Z'",
-        // Numbers (and anything else, which fails loudly on reading).
-        _ => "0",
     }
 }
 
-/// The child rows in column `alias` of `row` (see [`column`]), in SQL's
-/// order; callers that need one sort them.
-pub fn decode<M: DeserializeOwned>(row: &QueryResult, alias: &str) -> Result<Vec<M>, DbErr> {
-    match row.try_get::<Option<String>>("", alias)? {
-        Some(text) => serde_json::from_str(&text)
-            .map_err(|e| DbErr::Type(format!("{alias} read as JSON: {e}"))),
-        None => Ok(Vec::new()),
+/// The array of rows.
+struct Rows<'a, M>(&'a [Field], PhantomData<M>);
+
+impl<'de, M: de::Deserialize<'de>> Visitor<'de> for Rows<'_, M> {
+    type Value = Vec<M>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an array of child rows")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut rows: A) -> Result<Vec<M>, A::Error> {
+        let mut out = Vec::with_capacity(rows.size_hint().unwrap_or(0));
+        while let Some(row) = rows.next_element_seed(Row::<M>(self.0, PhantomData))? {
+            out.push(row);
+        }
+        Ok(out)
+    }
+}
+
+/// One row: an array of the columns read, which the model reads with the
+/// fills of the columns left out in their places.
+struct Row<'a, M>(&'a [Field], PhantomData<M>);
+
+impl<'de, M: de::Deserialize<'de>> DeserializeSeed<'de> for Row<'_, M> {
+    type Value = M;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<M, D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+}
+
+impl<'de, M: de::Deserialize<'de>> Visitor<'de> for Row<'_, M> {
+    type Value = M;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a child row")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut read: A) -> Result<M, A::Error> {
+        let model = M::deserialize(Fields {
+            fields: self.0.iter(),
+            read: &mut read,
+        })?;
+        match read.next_element::<IgnoredAny>()? {
+            Some(_) => Err(de::Error::custom(
+                "a child row holds more columns than read",
+            )),
+            None => Ok(model),
+        }
+    }
+}
+
+/// A row's fields in the model's order, as a sequence the model reads.
+struct Fields<'a, A> {
+    fields: std::slice::Iter<'a, Field>,
+    read: &'a mut A,
+}
+
+impl<'de, A: SeqAccess<'de>> Deserializer<'de> for Fields<'_, A> {
+    type Error = A::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, A::Error> {
+        visitor.visit_seq(self)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf option unit unit_struct newtype_struct seq tuple
+        tuple_struct map struct enum identifier ignored_any
+    }
+}
+
+impl<'de, A: SeqAccess<'de>> SeqAccess<'de> for Fields<'_, A> {
+    type Error = A::Error;
+
+    fn next_element_seed<T: DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> Result<Option<T::Value>, A::Error> {
+        match self.fields.next() {
+            None => Ok(None),
+            Some(Field::Read) => match self.read.next_element_seed(seed)? {
+                Some(value) => Ok(Some(value)),
+                None => Err(de::Error::custom(
+                    "a child row holds fewer columns than read",
+                )),
+            },
+            Some(Field::Fill(fill)) => seed.deserialize(Filled(*fill, PhantomData)).map(Some),
+        }
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        Some(self.fields.len())
+    }
+}
+
+/// A fill, as the value its field reads.
+struct Filled<E>(Fill, PhantomData<E>);
+
+const NIL_UUID: &str = "00000000-0000-0000-0000-000000000000";
+const EPOCH: &str = "1970-01-01T00:00:00Z";
+
+impl<'de, E: de::Error> Deserializer<'de> for Filled<E> {
+    type Error = E;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, E> {
+        match self.0 {
+            Fill::Uuid => visitor.visit_str(NIL_UUID),
+            Fill::Time => visitor.visit_str(EPOCH),
+            // JSON's null (a document left out).
+            Fill::Empty => visitor.visit_unit(),
+        }
+    }
+
+    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, E> {
+        visitor.visit_bool(false)
+    }
+
+    fn deserialize_i64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, E> {
+        visitor.visit_i64(0)
+    }
+
+    fn deserialize_i32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, E> {
+        visitor.visit_i64(0)
+    }
+
+    fn deserialize_u64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, E> {
+        visitor.visit_u64(0)
+    }
+
+    fn deserialize_f64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, E> {
+        visitor.visit_f64(0.0)
+    }
+
+    fn deserialize_f32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, E> {
+        visitor.visit_f64(0.0)
+    }
+
+    fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, E> {
+        match self.0 {
+            Fill::Empty => visitor.visit_str(""),
+            _ => self.deserialize_any(visitor),
+        }
+    }
+
+    fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, E> {
+        self.deserialize_str(visitor)
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, E> {
+        visitor.visit_none()
+    }
+
+    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, E> {
+        visitor.visit_seq(SeqDeserializer::<_, E>::new(std::iter::empty::<()>()))
+    }
+
+    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, E> {
+        visitor.visit_map(MapDeserializer::<_, E>::new(std::iter::empty::<((), ())>()))
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, E> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, E> {
+        let first: &str = variants.first().copied().unwrap_or_default();
+        visitor.visit_enum(IntoDeserializer::<E>::into_deserializer(first))
+    }
+
+    serde::forward_to_deserialize_any! {
+        i8 i16 i128 u8 u16 u32 u128 char bytes byte_buf unit
+        unit_struct tuple tuple_struct struct identifier ignored_any
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{DateTime, Utc};
+    use entity::{UserAuthStatus, price_observation, product_translation};
+    use uuid::Uuid;
+
+    use super::*;
+
+    fn latest(read: impl Fn(price_observation::Column) -> bool) -> List {
+        use price_observation::{Column, Entity};
+        let columns = Columns::of::<Entity>(read);
+        List::of::<Entity>(DbBackend::Postgres, Column::ProductId, columns, None)
+    }
+
+    #[test]
+    fn a_row_reads_only_its_columns_the_others_empty() {
+        use price_observation::Column;
+        let list = latest(|c| {
+            matches!(
+                c,
+                Column::Id | Column::Price | Column::Currency | Column::RecordedAt
+            )
+        });
+        let column = format!("{}products.id{}", list.head, list.tail);
+        assert!(
+            column.contains("json_build_array(t.id, t.price, t.currency, t.recorded_at)"),
+            "{column}"
+        );
+        let rows: Vec<price_observation::Model> = list
+            .read(r#"[[7, 10.5, "RUB", "2026-11-20T10:00:00Z"], [8, 9.25, "KZT", "2026-11-19T10:00:00Z"]]"#)
+            .unwrap();
+        let at = DateTime::parse_from_rfc3339("2026-11-20T10:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        assert_eq!(
+            rows[0],
+            price_observation::Model {
+                id: 7,
+                product_id: Uuid::nil(),
+                country_code: String::new(),
+                region_code: None,
+                user_auth_status: UserAuthStatus::ALL[0],
+                price: 10.5,
+                old_price: 0.0,
+                currency: "RUB".into(),
+                stock_status: None,
+                stock_quantity: None,
+                recorded_at: at,
+            }
+        );
+        assert_eq!((rows[1].id, rows[1].currency.as_str()), (8, "KZT"));
+    }
+
+    #[test]
+    fn documents_and_times_left_out_read_as_empty() {
+        use product_translation::{Column, Entity};
+        let columns = Columns::of::<Entity>(|c| matches!(c, Column::Language | Column::Name));
+        let list = List::of::<Entity>(DbBackend::Sqlite, Column::ProductId, columns, None);
+        let rows: Vec<product_translation::Model> = list.read(r#"[["en", "Sneakers"]]"#).unwrap();
+        let row = &rows[0];
+        assert_eq!(
+            (row.language.as_str(), row.name.as_str()),
+            ("en", "Sneakers")
+        );
+        assert!(row.category_path.0.is_empty());
+        assert!(row.attributes.is_null());
+        assert_eq!(row.updated_at, DateTime::<Utc>::UNIX_EPOCH);
+    }
+
+    #[test]
+    fn a_row_of_another_length_than_its_columns_is_refused() {
+        use price_observation::Column::*;
+        let list = latest(|c| matches!(c, Id | Price));
+        for text in ["[[7]]", "[[7, 1.5, 2]]", r#"[["7", 1.5]]"#] {
+            let read = list.read::<price_observation::Model>(text);
+            assert!(read.is_err(), "{text}");
+        }
+        assert!(
+            list.read::<price_observation::Model>("[]")
+                .unwrap()
+                .is_empty()
+        );
     }
 }

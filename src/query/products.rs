@@ -16,7 +16,7 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
-use super::children::{self, Columns};
+use super::children::{Columns, List};
 use super::keyset::{Key, Slice, Window};
 use super::{MAX_CONTAINS_LEN, Page, QueryError, contains_pattern, prices};
 use crate::text;
@@ -357,16 +357,6 @@ fn total_of(row: &QueryResult) -> Result<u64, DbErr> {
     Ok(u64::try_from(row.try_get::<i64>("", TOTAL)?).unwrap_or(0))
 }
 
-/// The rows of child table `E` of each product as a JSON column.
-fn children_of<E: EntityTrait>(
-    backend: DbBackend,
-    product: E::Column,
-    first: Option<(&str, u64)>,
-    columns: Columns,
-) -> Expr {
-    children::column::<E>(backend, product, "products.id", first, columns)
-}
-
 /// The rows of one page statement.
 struct Rows {
     products: Vec<product::Model>,
@@ -402,41 +392,39 @@ async fn read(
         select.into_query()
     };
     // Each list reads the columns its rows are sorted by below.
-    if let Some(columns) = with.translations {
+    let translations = with.translations.map(|columns| {
         use product_translation::{Column, Entity};
         let columns = columns.and::<Entity>(|c| matches!(c, Column::Language));
-        statement.expr_as(
-            children_of::<Entity>(backend, Column::ProductId, None, columns),
-            TRANSLATIONS,
-        );
-    }
-    if let Some(columns) = with.prices {
+        List::of::<Entity>(backend, Column::ProductId, columns, None)
+    });
+    let prices = with.prices.map(|columns| {
         use current_price::{Column, Entity};
         let columns = columns.and::<Entity>(|c| {
             use Column::*;
             matches!(c, CountryCode | RegionCode | UserAuthStatus | Id)
         });
-        statement.expr_as(
-            children_of::<Entity>(backend, Column::ProductId, None, columns),
-            PRICES,
-        );
-    }
-    if let Some(columns) = with.special_prices {
+        List::of::<Entity>(backend, Column::ProductId, columns, None)
+    });
+    let special_prices = with.special_prices.map(|columns| {
         use special_price::{Column, Entity};
         let columns = columns.and::<Entity>(|c| matches!(c, Column::Id));
-        statement.expr_as(
-            children_of::<Entity>(backend, Column::ProductId, None, columns),
-            SPECIAL_PRICES,
-        );
-    }
-    if let Some((n, columns)) = with.latest_prices {
+        List::of::<Entity>(backend, Column::ProductId, columns, None)
+    });
+    let latest_prices = with.latest_prices.map(|(n, columns)| {
         use price_observation::{Column, Entity};
         let columns = columns.and::<Entity>(|c| matches!(c, Column::RecordedAt | Column::Id));
         let newest = Some((prices::NEWEST_FIRST, n));
-        statement.expr_as(
-            children_of::<Entity>(backend, Column::ProductId, newest, columns),
-            LATEST_PRICES,
-        );
+        List::of::<Entity>(backend, Column::ProductId, columns, newest)
+    });
+    for (list, alias) in [
+        (&translations, TRANSLATIONS),
+        (&prices, PRICES),
+        (&special_prices, SPECIAL_PRICES),
+        (&latest_prices, LATEST_PRICES),
+    ] {
+        if let Some(list) = list {
+            statement.expr_as(list.column("products.id"), alias);
+        }
     }
     let counted = match counted {
         Some(subquery) => {
@@ -466,23 +454,23 @@ async fn read(
         {
             sellers.insert(seller.id, seller);
         }
-        if let Some(map) = &mut related.translations {
-            let mut rows: Vec<product_translation::Model> = children::decode(&row, TRANSLATIONS)?;
+        if let (Some(map), Some(list)) = (&mut related.translations, &translations) {
+            let mut rows: Vec<product_translation::Model> = list.decode(&row, TRANSLATIONS)?;
             rows.sort_by(|a, b| a.language.cmp(&b.language));
             map.insert(product.id, rows);
         }
-        if let Some(map) = &mut related.prices {
-            let mut rows = children::decode(&row, PRICES)?;
+        if let (Some(map), Some(list)) = (&mut related.prices, &prices) {
+            let mut rows = list.decode(&row, PRICES)?;
             sort_current_prices(&mut rows);
             map.insert(product.id, rows);
         }
-        if let Some(map) = &mut related.special_prices {
-            let mut rows: Vec<special_price::Model> = children::decode(&row, SPECIAL_PRICES)?;
+        if let (Some(map), Some(list)) = (&mut related.special_prices, &special_prices) {
+            let mut rows: Vec<special_price::Model> = list.decode(&row, SPECIAL_PRICES)?;
             rows.sort_by_key(|r| r.id);
             map.insert(product.id, rows);
         }
-        if let Some((_, map)) = &mut related.latest_prices {
-            let mut rows: Vec<price_observation::Model> = children::decode(&row, LATEST_PRICES)?;
+        if let (Some((_, map)), Some(list)) = (&mut related.latest_prices, &latest_prices) {
+            let mut rows: Vec<price_observation::Model> = list.decode(&row, LATEST_PRICES)?;
             rows.sort_by_key(|r| std::cmp::Reverse((r.recorded_at, r.id)));
             map.insert(product.id, rows);
         }
