@@ -1,7 +1,11 @@
 //! Relay connections built from the query layer's keyset slices.
 
-use async_graphql::connection::{Connection, CursorType, Edge, EmptyFields};
-use async_graphql::{Context, Lookahead, OutputType, SimpleObject};
+use std::borrow::Cow;
+
+use async_graphql::connection::{EmptyFields, PageInfo};
+use async_graphql::{Context, Lookahead, Object, ObjectType, OutputType, SimpleObject, TypeName};
+
+use super::inline::Inline;
 
 use crate::query::QueryError;
 use crate::query::keyset::{Key, Slice, Window};
@@ -68,25 +72,93 @@ pub struct Total {
 }
 
 /// A row's cursor: its ordering key, encoded only if the client asks for
-/// `cursor`, `startCursor` or `endCursor` (most pages never do).
+/// `cursor`, `startCursor` or `endCursor` (most pages never do). Cursors
+/// come back as strings and are decoded by [`Args::window`] with the
+/// list's own key type.
 pub struct Cursor(Box<dyn Fn() -> String + Send + Sync>);
 
-impl CursorType for Cursor {
-    type Error = &'static str;
+/// One page of a list as a Relay connection, named after its nodes
+/// (`ProductConnection`, with `ProductEdge`s) as async-graphql names its
+/// own; `A` adds the list's fields (its `totalCount`). Unlike
+/// async-graphql's, the connection and its edges are resolved in place
+/// ([`Inline`]): a page of prices is hundreds of edges, each of which
+/// async-graphql would resolve as a set of boxed field futures.
+pub struct Connection<N, A> {
+    edges: Vec<Edge<N>>,
+    additional: A,
+    has_previous_page: bool,
+    has_next_page: bool,
+}
 
-    /// Cursors come back as strings and are decoded by [`Args::window`]
-    /// with the list's own key type; async-graphql decodes one only in its
-    /// `query` helper, which Vitrina does not use.
-    fn decode_cursor(_: &str) -> Result<Self, Self::Error> {
-        Err("the cursor is not one this list produced")
+/// A connection, resolved in place.
+pub type Conn<N, A = EmptyFields> = Inline<Connection<N, A>>;
+
+#[Object(name_type)]
+impl<N: OutputType, A: ObjectType> Connection<N, A> {
+    /// Information to aid in pagination.
+    async fn page_info(&self) -> PageInfo {
+        PageInfo {
+            has_previous_page: self.has_previous_page,
+            has_next_page: self.has_next_page,
+            start_cursor: self.edges.first().map(Edge::cursor),
+            end_cursor: self.edges.last().map(Edge::cursor),
+        }
     }
 
-    fn encode_cursor(&self) -> String {
-        (self.0)()
+    /// A list of edges.
+    async fn edges(&self) -> Vec<Inline<&Edge<N>>> {
+        self.edges.iter().map(Inline).collect()
+    }
+
+    /// A list of nodes.
+    async fn nodes(&self) -> Vec<&N> {
+        self.edges.iter().map(|edge| &edge.node).collect()
+    }
+
+    #[graphql(flatten)]
+    async fn additional_fields(&self) -> &A {
+        &self.additional
     }
 }
 
-pub type Conn<N, A = EmptyFields> = Connection<Cursor, N, A, EmptyFields>;
+impl<N: OutputType, A: ObjectType> TypeName for Connection<N, A> {
+    fn type_name() -> Cow<'static, str> {
+        format!("{}Connection", N::type_name()).into()
+    }
+}
+
+/// A node of a connection with its cursor.
+pub struct Edge<N> {
+    cursor: Cursor,
+    node: N,
+}
+
+impl<N> Edge<N> {
+    fn cursor(&self) -> String {
+        (self.cursor.0)()
+    }
+}
+
+/// An edge in a connection.
+#[Object(name_type)]
+impl<N: OutputType> Edge<N> {
+    /// The item at the end of the edge
+    async fn node(&self) -> &N {
+        &self.node
+    }
+
+    /// A cursor for use in pagination
+    #[graphql(name = "cursor")]
+    async fn cursor_field(&self) -> String {
+        self.cursor()
+    }
+}
+
+impl<N: OutputType> TypeName for Edge<N> {
+    fn type_name() -> Cow<'static, str> {
+        format!("{}Edge", N::type_name()).into()
+    }
+}
 
 /// Turns a slice into a connection; `key` gives each row's cursor key.
 pub fn from_slice<T, K, N, A>(
@@ -97,16 +169,24 @@ pub fn from_slice<T, K, N, A>(
 ) -> Conn<N, A>
 where
     K: Key + Send + Sync + 'static,
-    N: OutputType,
-    A: async_graphql::ObjectType,
 {
-    let mut connection =
-        Connection::with_additional_fields(slice.has_previous, slice.has_next, additional);
-    connection.edges.extend(slice.items.into_iter().map(|item| {
-        let key = key(&item);
-        Edge::new(Cursor(Box::new(move || key.encode())), node(item))
-    }));
-    connection
+    let edges = slice
+        .items
+        .into_iter()
+        .map(|item| {
+            let key = key(&item);
+            Edge {
+                cursor: Cursor(Box::new(move || key.encode())),
+                node: node(item),
+            }
+        })
+        .collect();
+    Inline(Connection {
+        edges,
+        additional,
+        has_previous_page: slice.has_previous,
+        has_next_page: slice.has_next,
+    })
 }
 
 /// A "first N" batch answer as a connection slice: it has a next page when

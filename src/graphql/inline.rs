@@ -3,7 +3,8 @@
 //! async-graphql resolves an object by boxing each selected field's future
 //! and driving them all through a `FuturesUnordered`: two allocations, a
 //! copy of the future and a task wake-up per field. On a page of products
-//! with their prices that is thousands of fields, and once a page's
+//! with their prices that is thousands of fields (and hundreds of edges,
+//! which is why connections are Vitrina's own), and once a page's
 //! relations are loaded every one of them is ready when first polled.
 //! [`Inline`] resolves the wrapped object's fields as one joined set of
 //! futures (one allocation per object): ready fields finish on their first
@@ -16,6 +17,8 @@
 //! that has one.
 
 use std::borrow::Cow;
+use std::future::Future;
+use std::pin::Pin;
 
 use async_graphql::indexmap::IndexMap;
 use async_graphql::parser::types::{Field, Selection, SelectionSet};
@@ -68,6 +71,40 @@ impl<T: ObjectType> OutputType for Inline<T> {
             Value::Object(object)
         })
     }
+}
+
+/// A value of type `T` whose resolution is boxed. A list that can hold its
+/// own ancestors' type (a seller's products, under a product's seller)
+/// needs one box on the way: objects resolved in place nest their fields'
+/// futures, and a future cannot contain itself.
+pub struct Boxed<T>(pub T);
+
+impl<T: OutputType> OutputType for Boxed<T> {
+    fn type_name() -> Cow<'static, str> {
+        T::type_name()
+    }
+
+    fn create_type_info(registry: &mut Registry) -> String {
+        T::create_type_info(registry)
+    }
+
+    async fn resolve(
+        &self,
+        ctx: &ContextSelectionSet<'_>,
+        field: &Positioned<Field>,
+    ) -> ServerResult<Value> {
+        boxed(&self.0, ctx, field).await
+    }
+}
+
+type Resolving<'a> = Pin<Box<dyn Future<Output = ServerResult<Value>> + Send + 'a>>;
+
+fn boxed<'a, T: OutputType>(
+    value: &'a T,
+    ctx: &'a ContextSelectionSet<'a>,
+    field: &'a Positioned<Field>,
+) -> Resolving<'a> {
+    Box::pin(value.resolve(ctx, field))
 }
 
 /// The fields of `set` that apply to `T`, fragments flattened in place.

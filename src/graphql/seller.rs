@@ -8,6 +8,7 @@ use entity::{Marketplace, seller};
 
 use super::connection::{self, Args};
 use super::error::gql;
+use super::inline::Boxed;
 use super::page::Page;
 use super::product::{Product, ProductConnection, ProductTotal, product_connection};
 use super::request;
@@ -118,7 +119,7 @@ impl Seller {
         after: Option<String>,
         last: Option<i32>,
         before: Option<String>,
-    ) -> Result<ProductConnection> {
+    ) -> Result<Boxed<ProductConnection>> {
         let args = Args {
             first,
             after,
@@ -147,14 +148,14 @@ impl Seller {
                     ..Related::default()
                 };
                 let node = Product::paged(&rows[..rows.len().min(n as usize)], related);
-                Ok(connection::from_slice(
+                Ok(Boxed(connection::from_slice(
                     connection::first_n(rows, n),
                     ProductTotal::Matching(filter),
                     ProductKey::of,
                     node,
-                ))
+                )))
             }
-            None => product_connection(ctx, filter, &args).await,
+            None => Ok(Boxed(product_connection(ctx, filter, &args).await?)),
         }
     }
 }
