@@ -138,9 +138,11 @@ where
     K: Send + Sync + Hash + Eq + Clone + 'static,
     V: Send + Sync + Clone + 'static,
 {
-    let all = cell
-        .get_or_try_init(|| loader.load_many(keys.iter().cloned()))
-        .await?;
+    let all = match cell.get() {
+        Some(all) => all,
+        // Boxed (see `inline.rs`): most relations come read with their page.
+        None => Box::pin(cell.get_or_try_init(|| loader.load_many(keys.iter().cloned()))).await?,
+    };
     Ok(all.get(key).cloned())
 }
 

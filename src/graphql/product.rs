@@ -60,7 +60,7 @@ impl ProductTotal {
     async fn total_count(&self, ctx: &Context<'_>) -> Result<u64> {
         match self {
             ProductTotal::Matching(filter) => {
-                Ok(products::count(&request(ctx).state.db, filter).await?)
+                Ok(Box::pin(products::count(&request(ctx).state.db, filter)).await?)
             }
             ProductTotal::Known(n) => Ok(*n),
         }
@@ -74,7 +74,7 @@ pub struct PriceTotal(pub Uuid, pub PriceHistoryFilter);
 impl PriceTotal {
     /// Observations matching the filter, across all pages.
     async fn total_count(&self, ctx: &Context<'_>) -> Result<u64> {
-        Ok(prices::count(&request(ctx).state.db, self.0, &self.1).await?)
+        Ok(Box::pin(prices::count(&request(ctx).state.db, self.0, &self.1)).await?)
     }
 }
 
@@ -220,14 +220,21 @@ pub async fn price_connection(
                 Some(page) => page.latest_prices(&req.loaders, product_id, n, more).await,
                 None => {
                     let key = (product_id, n + u64::from(more));
-                    req.loaders.latest_prices.load_one(key).await
+                    Box::pin(req.loaders.latest_prices.load_one(key)).await
                 }
             };
             connection::first_n(rows.map_err(gql)?.unwrap_or_default(), n)
         }
         _ => {
             let filter: PriceHistoryFilter = filter.clone().unwrap_or_default().into();
-            prices::connection(&req.state.db, product_id, &filter, &args.window_in(ctx)?).await?
+            let window = args.window_in(ctx)?;
+            Box::pin(prices::connection(
+                &req.state.db,
+                product_id,
+                &filter,
+                &window,
+            ))
+            .await?
         }
     };
     let filter = filter.unwrap_or_default().into();

@@ -135,10 +135,7 @@ impl Seller {
             Some(n) => {
                 let more = connection::asks_more(&ctx.look_ahead());
                 let key = (self.model.id, n + u64::from(more));
-                let rows = request(ctx)
-                    .loaders
-                    .seller_products
-                    .load_one(key)
+                let rows = Box::pin(request(ctx).loaders.seller_products.load_one(key))
                     .await
                     .map_err(gql)?
                     .unwrap_or_default();
@@ -155,7 +152,9 @@ impl Seller {
                     node,
                 )))
             }
-            None => Ok(Boxed(product_connection(ctx, filter, &args).await?)),
+            None => Ok(Boxed(
+                Box::pin(product_connection(ctx, filter, &args)).await?,
+            )),
         }
     }
 }
