@@ -20,7 +20,7 @@ pub struct Args {
 }
 
 impl Args {
-    pub fn window<K: Key>(&self) -> Result<Window<K>, QueryError> {
+    fn window<K: Key>(&self) -> Result<Window<K>, QueryError> {
         Window::new(
             self.after.as_deref(),
             self.before.as_deref(),
@@ -77,6 +77,12 @@ pub struct Total {
 /// list's own key type.
 pub struct Cursor(Box<dyn Fn() -> String + Send + Sync>);
 
+impl Cursor {
+    fn encode(&self) -> String {
+        (self.0)()
+    }
+}
+
 /// One page of a list as a Relay connection, named after its nodes
 /// (`ProductConnection`, with `ProductEdge`s) as async-graphql names its
 /// own; `A` adds the list's fields (its `totalCount`). Unlike
@@ -100,8 +106,8 @@ impl<N: OutputType, A: ObjectType> Connection<N, A> {
         PageInfo {
             has_previous_page: self.has_previous_page,
             has_next_page: self.has_next_page,
-            start_cursor: self.edges.first().map(Edge::cursor),
-            end_cursor: self.edges.last().map(Edge::cursor),
+            start_cursor: self.edges.first().map(|edge| edge.cursor.encode()),
+            end_cursor: self.edges.last().map(|edge| edge.cursor.encode()),
         }
     }
 
@@ -133,12 +139,6 @@ pub struct Edge<N> {
     node: N,
 }
 
-impl<N> Edge<N> {
-    fn cursor(&self) -> String {
-        (self.cursor.0)()
-    }
-}
-
 /// An edge in a connection.
 #[Object(name_type)]
 impl<N: OutputType> Edge<N> {
@@ -148,9 +148,8 @@ impl<N: OutputType> Edge<N> {
     }
 
     /// A cursor for use in pagination
-    #[graphql(name = "cursor")]
-    async fn cursor_field(&self) -> String {
-        self.cursor()
+    async fn cursor(&self) -> String {
+        self.cursor.encode()
     }
 }
 

@@ -61,11 +61,8 @@ impl Columns {
 /// rows read back into their model.
 #[derive(Debug, Clone)]
 pub struct List {
-    /// `(SELECT <aggregate> FROM (SELECT * FROM <table> WHERE <parent> = `,
-    /// completed by the parent column in [`List::column`].
-    head: String,
-    /// `<ORDER BY and LIMIT>) t)`.
-    tail: String,
+    /// The column's subquery.
+    sql: String,
     /// Per model field, in order: read from the array, or filled.
     fields: Vec<Field>,
 }
@@ -93,12 +90,14 @@ enum Fill {
 }
 
 impl List {
-    /// The rows of `E` whose `parent` column equals the enclosing
-    /// statement's, reading `columns`: all of them, or the first `n` in a
-    /// fixed SQL order (e.g. `"recorded_at DESC, id DESC"`).
+    /// The rows of `E` whose `parent` column equals `outer`, a column of
+    /// the enclosing statement (e.g. `products.id`), reading `columns`: all
+    /// of them, or the first `n` in a fixed SQL order (e.g.
+    /// `"recorded_at DESC, id DESC"`).
     pub fn of<E: EntityTrait>(
         backend: DbBackend,
         parent: E::Column,
+        outer: &str,
         columns: Columns,
         first: Option<(&str, u64)>,
     ) -> List {
@@ -125,17 +124,17 @@ impl List {
             None => String::new(),
         };
         List {
-            head: format!("(SELECT {aggregate} FROM (SELECT * FROM {table} WHERE {parent} = "),
-            tail: format!("{limit}) t)"),
+            sql: format!(
+                "(SELECT {aggregate} FROM (SELECT * FROM {table} WHERE {parent} = {outer}{limit}) t)"
+            ),
             fields,
         }
     }
 
-    /// The list's column for the parent column `outer` of the enclosing
-    /// statement (e.g. `products.id`): a JSON array of rows, or NULL or
-    /// `[]` when there are none.
-    pub fn column(&self, outer: &str) -> Expr {
-        Expr::cust(format!("{}{outer}{}", self.head, self.tail))
+    /// The list's column: a JSON array of rows, or NULL or `[]` when there
+    /// are none.
+    pub fn column(&self) -> Expr {
+        Expr::cust(self.sql.clone())
     }
 
     /// The child rows in column `alias` of `row`, in SQL's order; callers
@@ -180,11 +179,10 @@ fn value(backend: DbBackend, column: impl ColumnTrait, name: &str) -> String {
 
 impl Fill {
     /// UUIDs and timestamps parse from text, so they get a valid one; every
-    /// other type has an empty value of its own.
+    /// other type has an empty value of its own (a nullable column of any
+    /// type reads `None`: see [`Filled`]'s `deserialize_option`).
     fn of(column: impl ColumnTrait) -> Fill {
-        let def = column.def();
-        match def.get_column_type() {
-            _ if def.is_null() => Fill::Empty,
+        match column.def().get_column_type() {
             ColumnType::Uuid => Fill::Uuid,
             ColumnType::Timestamp | ColumnType::TimestampWithTimeZone => Fill::Time,
             _ => Fill::Empty,
@@ -388,7 +386,13 @@ mod tests {
     fn latest(read: impl Fn(price_observation::Column) -> bool) -> List {
         use price_observation::{Column, Entity};
         let columns = Columns::of::<Entity>(read);
-        List::of::<Entity>(DbBackend::Postgres, Column::ProductId, columns, None)
+        List::of::<Entity>(
+            DbBackend::Postgres,
+            Column::ProductId,
+            "p.id",
+            columns,
+            None,
+        )
     }
 
     #[test]
@@ -400,7 +404,7 @@ mod tests {
                 Column::Id | Column::Price | Column::Currency | Column::RecordedAt
             )
         });
-        let column = format!("{}products.id{}", list.head, list.tail);
+        let column = &list.sql;
         assert!(
             column.contains("json_build_array(t.id, t.price, t.currency, t.recorded_at)"),
             "{column}"
@@ -434,7 +438,7 @@ mod tests {
     fn documents_and_times_left_out_read_as_empty() {
         use product_translation::{Column, Entity};
         let columns = Columns::of::<Entity>(|c| matches!(c, Column::Language | Column::Name));
-        let list = List::of::<Entity>(DbBackend::Sqlite, Column::ProductId, columns, None);
+        let list = List::of::<Entity>(DbBackend::Sqlite, Column::ProductId, "p.id", columns, None);
         let rows: Vec<product_translation::Model> = list.read(r#"[["en", "Sneakers"]]"#).unwrap();
         let row = &rows[0];
         assert_eq!(

@@ -347,7 +347,9 @@ pub async fn count(db: &impl ConnectionTrait, filter: &ProductFilter) -> Result<
 const TOTAL: &str = "total";
 /// The prefix of a joined seller's columns (the products' own keep their names).
 const SELLER: &str = "seller_";
-/// The columns that carry a product's child lists (see [`children`]).
+/// The product column a child list is read for.
+const PARENT: &str = "products.id";
+/// The columns that carry a product's child lists (see [`List`]).
 const TRANSLATIONS: &str = "translations";
 const PRICES: &str = "prices";
 const SPECIAL_PRICES: &str = "special_prices";
@@ -395,7 +397,7 @@ async fn read(
     let translations = with.translations.map(|columns| {
         use product_translation::{Column, Entity};
         let columns = columns.and::<Entity>(|c| matches!(c, Column::Language));
-        List::of::<Entity>(backend, Column::ProductId, columns, None)
+        List::of::<Entity>(backend, Column::ProductId, PARENT, columns, None)
     });
     let prices = with.prices.map(|columns| {
         use current_price::{Column, Entity};
@@ -403,18 +405,18 @@ async fn read(
             use Column::*;
             matches!(c, CountryCode | RegionCode | UserAuthStatus | Id)
         });
-        List::of::<Entity>(backend, Column::ProductId, columns, None)
+        List::of::<Entity>(backend, Column::ProductId, PARENT, columns, None)
     });
     let special_prices = with.special_prices.map(|columns| {
         use special_price::{Column, Entity};
         let columns = columns.and::<Entity>(|c| matches!(c, Column::Id));
-        List::of::<Entity>(backend, Column::ProductId, columns, None)
+        List::of::<Entity>(backend, Column::ProductId, PARENT, columns, None)
     });
     let latest_prices = with.latest_prices.map(|(n, columns)| {
         use price_observation::{Column, Entity};
         let columns = columns.and::<Entity>(|c| matches!(c, Column::RecordedAt | Column::Id));
         let newest = Some((prices::NEWEST_FIRST, n));
-        List::of::<Entity>(backend, Column::ProductId, columns, newest)
+        List::of::<Entity>(backend, Column::ProductId, PARENT, columns, newest)
     });
     for (list, alias) in [
         (&translations, TRANSLATIONS),
@@ -423,7 +425,7 @@ async fn read(
         (&latest_prices, LATEST_PRICES),
     ] {
         if let Some(list) = list {
-            statement.expr_as(list.column("products.id"), alias);
+            statement.expr_as(list.column(), alias);
         }
     }
     let counted = match counted {
