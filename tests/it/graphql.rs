@@ -640,6 +640,52 @@ async fn a_page_reads_the_row_past_it_only_when_asked_whether_more_follow() {
     assert_eq!(asked["products"]["nodes"], bare["products"]["nodes"]);
 }
 
+/// A seller's products, batched across sellers by their loader, read the
+/// row past the page only when asked whether more follow, as other lists.
+#[tokio::test]
+async fn a_sellers_products_read_the_row_past_them_only_when_asked() {
+    let app = TestApp::spawn().await;
+    let key = app.key("acme").await;
+    let shop = insert_seller(&app.db, fixtures::seller(Marketplace::Ozon, "9")).await;
+    for (n, name) in ["a", "b", "c"].into_iter().enumerate() {
+        let spec = ProductSpec {
+            marketplace: Marketplace::Ozon,
+            first_seen_at: test_start() - TimeDelta::days(n as i64),
+            ..product(name)
+        };
+        insert_product(&app.db, &shop, spec).await;
+    }
+    let query = |first: u32, info: &str| {
+        format!(
+            "{{ sellers(lookup: {{ marketplace: OZON, sellerId: \"9\" }}) \
+             {{ products(first: {first}) {{ {info} nodes {{ externalId }} }} }} }}"
+        )
+    };
+    let mut shown = Vec::new();
+    for (first, info, limit, more) in [
+        (2, "", "LIMIT 2)", None),
+        (2, "pageInfo { hasNextPage }", "LIMIT 3)", Some(true)),
+        (3, "pageInfo { hasNextPage }", "LIMIT 4)", Some(false)),
+    ] {
+        let from = app.statements();
+        let d = data(&app, &key, &query(first, info), json!({})).await;
+        let products = &d["sellers"][0]["products"];
+        let texts = app.statement_texts(from);
+        assert!(
+            texts.iter().any(|t| t.contains(limit)),
+            "{limit} in {texts:?}"
+        );
+        assert_eq!(products["pageInfo"]["hasNextPage"].as_bool(), more);
+        shown.push(products["nodes"].clone());
+    }
+    assert_eq!(
+        shown[0],
+        json!([{ "externalId": "a" }, { "externalId": "b" }])
+    );
+    assert_eq!(shown[1], shown[0]);
+    assert_eq!(shown[2][2], json!({ "externalId": "c" }));
+}
+
 /// What a page statement reads of child table `table`: the aggregate of
 /// its JSON column, up to the subquery of its rows.
 fn child_list<'a>(page: &'a str, table: &str) -> &'a str {
