@@ -126,6 +126,12 @@ pub struct JobsConfig {
     #[arg(long, env = "VITRINA_MERGE_LEASE_SECS", default_value_t = 300)]
     pub merge_lease_secs: u64,
 
+    /// Merges of one submission that may begin without finishing (the worker
+    /// stopped, its lease ran out, the database failed) before the submission
+    /// is rejected instead of claimed again.
+    #[arg(long, env = "VITRINA_MERGE_MAX_ATTEMPTS", default_value_t = 3)]
+    pub merge_max_attempts: u32,
+
     /// Days after which submissions, and finished webhook deliveries, are deleted.
     #[arg(long, env = "VITRINA_RETENTION_DAYS", default_value_t = 90)]
     pub retention_days: u64,
@@ -137,6 +143,7 @@ impl Default for JobsConfig {
             merge_interval_secs: 5,
             merge_batch: 100,
             merge_lease_secs: 300,
+            merge_max_attempts: 3,
             retention_days: 90,
         }
     }

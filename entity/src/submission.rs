@@ -27,3 +27,10 @@ pub struct Model {
 pub enum Relation {}
 
 impl ActiveModelBehavior for ActiveModel {}
+
+/// The `attempts` column: how many times a merge of this submission began.
+/// The merge pass alone reads and writes it, so it is kept out of `Model`;
+/// whatever else inserts submissions (uploads, the seed, tests) gets the
+/// database's default, 0.
+#[derive(Copy, Clone, Debug, DeriveIden)]
+pub struct Attempts;

@@ -6,6 +6,7 @@ pub use sea_orm_migration::prelude::*;
 mod m20261122_000001_initial;
 mod m20261122_000002_products_newest_desc;
 mod m20261123_000003_category_newest;
+mod m20261125_000004_submission_attempts;
 
 pub struct Migrator;
 
@@ -16,6 +17,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261122_000001_initial::Migration),
             Box::new(m20261122_000002_products_newest_desc::Migration),
             Box::new(m20261123_000003_category_newest::Migration),
+            Box::new(m20261125_000004_submission_attempts::Migration),
         ]
     }
 }

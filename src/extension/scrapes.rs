@@ -2,7 +2,9 @@
 //! of the calling key's account, its items `pending` submissions, in one
 //! transaction. Items are stored as sent and validated by the merge pass
 //! (which rejects bad ones with a reason), so an upload never loses the
-//! well-formed items of a batch because of one bad item.
+//! well-formed items of a batch because of one bad item. Only what could not
+//! be stored at all is refused here, naming the field: a NUL in any string
+//! or key, a text or list over its limit (`jobs::merge::limits`).
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -23,6 +25,7 @@ use crate::accounts::Caller;
 use crate::http::ApiError;
 use crate::http::error::ErrorBody;
 use crate::jobs::merge::item::ScrapedItem;
+use crate::jobs::merge::limits;
 use crate::query::sessions;
 use crate::rest::dto::SessionEnvelope;
 use crate::server::AppState;
@@ -85,6 +88,9 @@ fn parse(body: &[u8]) -> Result<Upload, ApiError> {
         return Err(ApiError::InvalidBody(format!(
             "items[{i}] must be an object"
         )));
+    }
+    for (i, item) in upload.items.iter().enumerate() {
+        limits::check_upload(item).map_err(|v| ApiError::InvalidBody(format!("items[{i}].{v}")))?;
     }
     Ok(upload)
 }

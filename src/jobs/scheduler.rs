@@ -73,6 +73,7 @@ impl Jobs {
             merge: MergeSettings {
                 batch: jobs.merge_batch.max(1),
                 lease: TimeDelta::seconds(jobs.merge_lease_secs as i64),
+                max_attempts: jobs.merge_max_attempts.max(1),
                 public_url: public_url.to_owned(),
             },
             retention: TimeDelta::days(jobs.retention_days as i64),

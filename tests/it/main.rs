@@ -13,6 +13,7 @@ mod cli;
 mod foundation;
 mod graphql;
 mod pipeline;
+mod poison;
 mod rest_access;
 mod rest_contract;
 mod rest_products;

@@ -19,7 +19,7 @@ use vitrina::jobs::merge::{self, MergeSettings};
 use crate::helpers::TestApp;
 
 /// A valid item; tests change what they are about.
-fn item(external_id: &str) -> Value {
+pub(crate) fn item(external_id: &str) -> Value {
     json!({
         "marketplace": "ozon",
         "external_id": external_id,
@@ -36,12 +36,12 @@ fn item(external_id: &str) -> Value {
     })
 }
 
-fn upload(items: Vec<Value>) -> Value {
+pub(crate) fn upload(items: Vec<Value>) -> Value {
     json!({ "source_type": "bulk", "intent": "catalog_import", "items": items })
 }
 
 /// `value` with the field at `path` (object keys or array indexes) replaced.
-fn with(mut value: Value, path: &[&str], new: Value) -> Value {
+pub(crate) fn with(mut value: Value, path: &[&str], new: Value) -> Value {
     let mut target = &mut value;
     for key in path {
         target = match key.parse::<usize>() {
@@ -54,7 +54,7 @@ fn with(mut value: Value, path: &[&str], new: Value) -> Value {
 }
 
 /// Uploads and returns the session id.
-async fn send(app: &TestApp, key: &str, items: Vec<Value>) -> Uuid {
+pub(crate) async fn send(app: &TestApp, key: &str, items: Vec<Value>) -> Uuid {
     let response = app
         .post_as(key, "/extension/v1/scrapes", &upload(items))
         .await;
@@ -67,7 +67,7 @@ async fn merge_all(app: &TestApp) -> merge::MergeReport {
     app.jobs().tick().await.expect("tick").merge
 }
 
-async fn submissions(app: &TestApp, session: Uuid) -> Vec<submission::Model> {
+pub(crate) async fn submissions(app: &TestApp, session: Uuid) -> Vec<submission::Model> {
     submission::Entity::find()
         .filter(submission::Column::SessionId.eq(session))
         .order_by_asc(submission::Column::Id)
@@ -571,6 +571,7 @@ fn settings(batch: u64) -> MergeSettings {
     MergeSettings {
         batch,
         lease: TimeDelta::minutes(5),
+        max_attempts: 3,
         public_url: "http://vitrina.test".into(),
     }
 }

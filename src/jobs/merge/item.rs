@@ -7,6 +7,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
+use super::limits;
+
 /// One product page as the scraper saw it.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct ScrapedItem {
@@ -119,11 +121,14 @@ impl ScrapedItem {
     /// lowercase code; a negative or non-finite price, old price or special
     /// price, a special price whose min exceeds its max, an empty currency or
     /// country code; attribute values other than strings and booleans; an
-    /// observation time more than 10 minutes in the future.
+    /// observation time more than 10 minutes in the future; a NUL in any
+    /// string or key, or a text or list over its limit (`limits`).
     pub fn parse(payload: &Value, now: DateTime<Utc>) -> Result<ScrapedItem, String> {
-        let item: ScrapedItem = serde_json::from_value(payload.clone())
-            .map_err(|e| format!("not a valid item: {e}"))?;
+        limits::refuse_nul(payload).map_err(|v| v.to_string())?;
+        let item =
+            ScrapedItem::deserialize(payload).map_err(|e| format!("not a valid item: {e}"))?;
         item.validate(now)?;
+        item.check_limits().map_err(|v| v.to_string())?;
         Ok(item)
     }
 

@@ -7,16 +7,28 @@
 //! A worker that dies mid-batch loses nothing: once its lease runs out the
 //! rows return to `pending`. A worker whose lease was taken over finds its
 //! submission no longer leased to it and rolls its merge back.
+//!
+//! One item never holds up the others. Its writes run in a savepoint: an
+//! error the item caused (a value no index can hold, text the database
+//! refuses, a constraint) rolls back that item alone and rejects it with the
+//! error as its reason, and the batch goes on. An error of the database
+//! itself (`fault`) rejects nothing: the pass stops and the item waits for a
+//! later one. Every merge that begins is first counted on its submission, in
+//! a write of its own, so a submission whose merges never finish (it stops
+//! the worker, outlives its lease, meets a failing database) is rejected once
+//! `max_attempts` of them began, instead of being claimed forever.
 
 pub mod apply;
+mod fault;
 pub mod item;
+pub mod limits;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use entity::{SubmissionStatus, scrape_session, submission};
 use sea_orm::sea_query::{Expr, LockBehavior, LockType, Query};
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, FromQueryResult,
-    QueryFilter,
+    ColumnTrait, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbErr, EntityTrait,
+    ExprTrait, FromQueryResult, QueryFilter, TransactionTrait,
 };
 
 use super::completion;
@@ -32,6 +44,9 @@ pub struct MergeSettings {
     pub batch: u64,
     /// How long a claim holds.
     pub lease: TimeDelta,
+    /// Merges of one submission that may begin without finishing before it
+    /// is rejected instead of claimed again.
+    pub max_attempts: u32,
     /// Base of the absolute URLs written into webhook payloads.
     pub public_url: String,
 }
@@ -47,6 +62,18 @@ pub struct MergeReport {
     /// Sessions this pass completed.
     pub completed_sessions: u64,
 }
+
+/// A claimed submission, and how many merges of it began before this claim.
+#[derive(Debug, Clone, FromQueryResult)]
+pub struct Claimed {
+    #[sea_orm(nested)]
+    pub submission: submission::Model,
+    pub attempts: i32,
+}
+
+/// Longest reason kept on a submission; a longer one (a parse error quoting a
+/// huge value) is cut.
+const MAX_REASON: usize = 1024;
 
 /// Returns submissions whose lease ran out to `pending`.
 pub async fn release_expired(db: &impl ConnectionTrait, now: DateTime<Utc>) -> Result<u64, DbErr> {
@@ -72,7 +99,7 @@ pub async fn claim(
     db: &impl ConnectionTrait,
     now: DateTime<Utc>,
     settings: &MergeSettings,
-) -> Result<Vec<submission::Model>, DbErr> {
+) -> Result<Vec<Claimed>, DbErr> {
     let mut pending = Query::select();
     pending
         .column(submission::Column::Id)
@@ -95,10 +122,8 @@ pub async fn claim(
         .returning_all()
         .to_owned();
     let statement = db.get_database_backend().build(&claim);
-    let mut rows = submission::Model::find_by_statement(statement)
-        .all(db)
-        .await?;
-    rows.sort_by_key(|s| s.id);
+    let mut rows = Claimed::find_by_statement(statement).all(db).await?;
+    rows.sort_by_key(|c| c.submission.id);
     Ok(rows)
 }
 
@@ -131,9 +156,18 @@ async fn merge_one(
     clock: &dyn Clock,
     settings: &MergeSettings,
     events: &SessionEvents,
-    claimed: submission::Model,
+    claimed: Claimed,
     report: &mut MergeReport,
 ) -> Result<(), DbErr> {
+    let Claimed {
+        submission: claimed,
+        attempts,
+    } = claimed;
+    let exhausted = i64::from(attempts) >= i64::from(settings.max_attempts);
+    if !exhausted && !count_attempt(db, &claimed).await? {
+        // The lease ran out and another worker owns the submission now.
+        return Ok(());
+    }
     let now = clock.now();
     let txn = crate::db::begin_write(db).await?;
     let Some(session) = scrape_session::Entity::find_by_id(claimed.session_id)
@@ -142,20 +176,33 @@ async fn merge_one(
     else {
         return txn.rollback().await;
     };
-    let observed_at = |item: &ScrapedItem| item.observed_at.unwrap_or(claimed.created_at);
-    let (status, product_id, reason) = match ScrapedItem::parse(&claimed.payload, now) {
-        Err(reason) => (SubmissionStatus::Rejected, None, Some(reason)),
+    let item = if exhausted {
+        Err(format!(
+            "not merged after {attempts} attempts: none of them finished \
+             (the worker stopped, its lease ran out or the database failed)"
+        ))
+    } else {
+        ScrapedItem::parse(&claimed.payload, now)
+    };
+    let applied = match item {
+        Err(reason) => Err(reason),
         Ok(item) => {
-            match apply::apply(&txn, &item, session.account_id, observed_at(&item)).await? {
-                Outcome::Merged(id) => (SubmissionStatus::Merged, Some(id), None),
-                Outcome::Flagged(id, reason) => (SubmissionStatus::Flagged, Some(id), Some(reason)),
-            }
+            let observed_at = item.observed_at.unwrap_or(claimed.created_at);
+            apply_alone(&txn, &item, session.account_id, observed_at).await?
         }
+    };
+    let (status, product_id, reason) = match applied {
+        Err(reason) => (SubmissionStatus::Rejected, None, Some(reason)),
+        Ok(Outcome::Merged(id)) => (SubmissionStatus::Merged, Some(id), None),
+        Ok(Outcome::Flagged(id, reason)) => (SubmissionStatus::Flagged, Some(id), Some(reason)),
     };
     let finished = submission::Entity::update_many()
         .col_expr(submission::Column::Status, Expr::val(status.as_str()))
         .col_expr(submission::Column::ProductId, Expr::val(product_id))
-        .col_expr(submission::Column::Reason, Expr::val(reason))
+        .col_expr(
+            submission::Column::Reason,
+            Expr::val(reason.map(cut_reason)),
+        )
         .col_expr(
             submission::Column::LeaseExpiresAt,
             Expr::val(Option::<DateTime<Utc>>::None),
@@ -180,4 +227,57 @@ async fn merge_one(
     }
     report.completed_sessions += u64::from(completed);
     Ok(())
+}
+
+/// Counts a merge of `claimed` as begun, in a write of its own made before
+/// the work, so that a merge which never finishes still counts. False when
+/// the lease was lost to another worker.
+async fn count_attempt(
+    db: &DatabaseConnection,
+    claimed: &submission::Model,
+) -> Result<bool, DbErr> {
+    let counted = submission::Entity::update_many()
+        .col_expr(submission::Attempts, Expr::col(submission::Attempts).add(1))
+        .filter(submission::Column::Id.eq(claimed.id))
+        .filter(submission::Column::Status.eq(SubmissionStatus::Processing))
+        .filter(submission::Column::LeaseExpiresAt.eq(claimed.lease_expires_at))
+        .exec(db)
+        .await?;
+    Ok(counted.rows_affected == 1)
+}
+
+/// Applies `item` in a savepoint of `txn`. An error the item caused rolls
+/// back its writes alone and comes back as its rejection reason; an error of
+/// the database itself is returned as an error, rejecting nothing.
+async fn apply_alone(
+    txn: &DatabaseTransaction,
+    item: &ScrapedItem,
+    account_id: uuid::Uuid,
+    observed_at: DateTime<Utc>,
+) -> Result<Result<Outcome, String>, DbErr> {
+    let savepoint = txn.begin().await?;
+    match apply::apply(&savepoint, item, account_id, observed_at).await {
+        Ok(outcome) => {
+            savepoint.commit().await?;
+            Ok(Ok(outcome))
+        }
+        Err(e) if fault::is_database_fault(&e) => Err(e),
+        Err(e) => {
+            savepoint.rollback().await?;
+            Ok(Err(format!("could not be stored: {e}")))
+        }
+    }
+}
+
+/// `reason` cut to `MAX_REASON` bytes on a character boundary.
+fn cut_reason(mut reason: String) -> String {
+    if reason.len() > MAX_REASON {
+        let end = (0..=MAX_REASON - 3)
+            .rev()
+            .find(|&i| reason.is_char_boundary(i))
+            .unwrap_or(0);
+        reason.truncate(end);
+        reason.push('…');
+    }
+    reason
 }

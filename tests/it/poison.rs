@@ -1,0 +1,709 @@
+//! One item never blocks others. What cannot be stored is refused at upload,
+//! naming its field; stored anyway (by an older release, or straight into
+//! the database as here), it is rejected alone by the merge pass, which goes
+//! on with the rest of its batch. A database that fails rejects nothing, and
+//! a submission whose merges never finish is rejected after a few attempts.
+
+use chrono::TimeDelta;
+use entity::{SubmissionStatus, product, product_category, seller, submission};
+use sea_orm::sea_query::Query;
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbBackend, DbErr,
+    EntityTrait, NotSet, PaginatorTrait, QueryFilter,
+};
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+use vitrina::clock::Clock;
+use vitrina::config::{JobsConfig, Settings};
+use vitrina::jobs::merge::limits;
+
+use crate::helpers::TestApp;
+use crate::pipeline::{item, send, submissions, upload, with};
+
+/// Stores `payload` as a pending submission of `session` straight into the
+/// database, past the upload's checks.
+async fn store(app: &TestApp, session: Uuid, payload: Value) -> Result<(), DbErr> {
+    submission::ActiveModel {
+        id: NotSet,
+        session_id: Set(session),
+        status: Set(SubmissionStatus::Pending),
+        payload: Set(payload),
+        product_id: Set(None),
+        reason: Set(None),
+        lease_expires_at: Set(None),
+        created_at: Set(app.clock.now()),
+        updated_at: Set(app.clock.now()),
+    }
+    .insert(&app.db)
+    .await
+    .map(|_| ())
+}
+
+/// `len` bytes of letters and digits in no pattern a compressor could use
+/// (a fixed xorshift sequence), so an index must hold every byte.
+fn random_text(len: usize) -> String {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            ALPHABET[(state % ALPHABET.len() as u64) as usize] as char
+        })
+        .collect()
+}
+
+async fn session_status(app: &TestApp, key: &str, session: Uuid) -> String {
+    let view = app.json_as(key, &format!("/v1/me/scrapes/{session}")).await;
+    view["data"]["status"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The merges begun of each submission of `session`, in submission order.
+async fn attempts(app: &TestApp, session: Uuid) -> Vec<i32> {
+    let query = Query::select()
+        .column(submission::Attempts)
+        .from(submission::Entity)
+        .and_where(submission::Column::SessionId.eq(session))
+        .order_by(submission::Column::Id, sea_orm::Order::Asc)
+        .to_owned();
+    let rows = app.db.query_all(&query).await.unwrap();
+    rows.iter()
+        .map(|row| row.try_get_by_index::<i32>(0).unwrap())
+        .collect()
+}
+
+/// Makes the database refuse every product whose external id is `poison`,
+/// as a constraint would.
+async fn refuse_poison_products(app: &TestApp) {
+    let statements: &[&str] = match app.db.get_database_backend() {
+        DbBackend::Postgres => &[
+            "CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+             IF NEW.external_id = 'poison' THEN \
+             RAISE EXCEPTION 'poisoned' USING ERRCODE = 'check_violation'; END IF; \
+             RETURN NEW; END $$",
+            "CREATE TRIGGER refuse_poison BEFORE INSERT ON products \
+             FOR EACH ROW EXECUTE FUNCTION refuse_poison()",
+        ],
+        _ => &["CREATE TRIGGER refuse_poison BEFORE INSERT ON products \
+             WHEN NEW.external_id = 'poison' BEGIN SELECT RAISE(ABORT, 'poisoned'); END"],
+    };
+    for sql in statements {
+        app.db.execute_unprepared(sql).await.unwrap();
+    }
+}
+
+/// Makes the database itself fail while a product row is written, as a full
+/// disk does, the connection staying usable: SQLite's file may no longer
+/// grow, and writing a product first writes a megabyte elsewhere
+/// (SQLITE_FULL); PostgreSQL answers with its own code for it (`disk_full`,
+/// SQLSTATE 53100). Everything before that write still works.
+async fn fail_product_writes(app: &TestApp, failing: bool) {
+    let statements: &[&str] = match (app.db.get_database_backend(), failing) {
+        (DbBackend::Postgres, true) => &[
+            "CREATE OR REPLACE FUNCTION disk_full() RETURNS trigger LANGUAGE plpgsql \
+             AS $$ BEGIN RAISE EXCEPTION 'no space left' USING ERRCODE = 'disk_full'; END $$",
+            "CREATE TRIGGER disk_full BEFORE INSERT ON products \
+             FOR EACH ROW EXECUTE FUNCTION disk_full()",
+        ],
+        (DbBackend::Postgres, false) => &["DROP TRIGGER disk_full ON products"],
+        (_, true) => &[
+            "CREATE TABLE IF NOT EXISTS filler (bytes BLOB)",
+            "CREATE TRIGGER fill_disk BEFORE INSERT ON products \
+             BEGIN INSERT INTO filler VALUES (randomblob(1000000)); END",
+        ],
+        (_, false) => &["DROP TRIGGER fill_disk"],
+    };
+    for sql in statements {
+        app.db.execute_unprepared(sql).await.unwrap();
+    }
+    if app.db.get_database_backend() == DbBackend::Sqlite {
+        // A setting of each connection: hold them all to set it. Down to the
+        // file's size, or back up to SQLite's default.
+        let pool = app.db.get_sqlite_connection_pool();
+        let mut held = Vec::new();
+        for _ in 0..pool.options().get_max_connections() {
+            held.push(pool.acquire().await.unwrap());
+        }
+        let sql = if failing {
+            "PRAGMA max_page_count = 1"
+        } else {
+            "PRAGMA max_page_count = 1073741823"
+        };
+        for connection in &mut held {
+            sea_orm::sqlx::raw_sql(sql)
+                .execute(&mut **connection)
+                .await
+                .unwrap();
+        }
+    }
+}
+
+fn status_and_reason(row: &submission::Model) -> (SubmissionStatus, &str) {
+    (row.status, row.reason.as_deref().unwrap_or_default())
+}
+
+#[tokio::test]
+async fn a_poison_item_is_rejected_alone_and_another_accounts_session_completes_in_one_tick() {
+    let app = TestApp::spawn().await;
+    let (alpha, beta) = (app.key("alpha").await, app.key("beta").await);
+    refuse_poison_products(&app).await;
+    let poison = with(item("poison"), &["seller", "id"], json!("s-poison"));
+    let poisoned = send(&app, &alpha, vec![item("1"), poison, item("2")]).await;
+    for (path, field) in [
+        (&["external_id"][..], "external_id"),
+        (&["brand"], "brand"),
+        (&["category_path", "1"], "category_path[1]"),
+    ] {
+        let payload = with(item(field), path, json!(random_text(4096)));
+        store(&app, poisoned, payload).await.unwrap();
+    }
+    let nul = store(&app, poisoned, with(item("n"), &["name"], json!("a\u{0}b"))).await;
+    let postgres = app.db.get_database_backend() == DbBackend::Postgres;
+    // PostgreSQL's jsonb cannot hold U+0000: there no such payload is ever stored.
+    assert_eq!(nul.is_err(), postgres, "{nul:?}");
+    // Uploaded after the poison, by another account.
+    let other = send(&app, &beta, vec![item("3")]).await;
+
+    let report = app.jobs().tick().await.expect("the tick completes").merge;
+    assert_eq!(
+        (report.merged, report.rejected),
+        (3, if postgres { 4 } else { 5 })
+    );
+    assert_eq!(session_status(&app, &beta, other).await, "completed");
+    assert_eq!(session_status(&app, &alpha, poisoned).await, "completed");
+    let rows = submissions(&app, poisoned).await;
+    let mut expected = vec![
+        (SubmissionStatus::Merged, ""),
+        (SubmissionStatus::Rejected, "could not be stored: "),
+        (SubmissionStatus::Merged, ""),
+        (
+            SubmissionStatus::Rejected,
+            "external_id is longer than 512 bytes (it has 4096)",
+        ),
+        (
+            SubmissionStatus::Rejected,
+            "brand is longer than 512 bytes (it has 4096)",
+        ),
+        (
+            SubmissionStatus::Rejected,
+            "category_path[1] is longer than 512 bytes (it has 4096)",
+        ),
+    ];
+    if !postgres {
+        expected.push((
+            SubmissionStatus::Rejected,
+            "name contains a NUL character (U+0000)",
+        ));
+    }
+    assert_eq!(rows.len(), expected.len());
+    for (row, (status, reason)) in rows.iter().zip(expected) {
+        let (got, got_reason) = status_and_reason(row);
+        assert_eq!(got, status, "{row:?}");
+        assert!(got_reason.starts_with(reason), "{got_reason:?}");
+    }
+    assert!(rows[1].reason.as_deref().unwrap().contains("poisoned"));
+    assert_eq!(
+        seller::Entity::find()
+            .filter(seller::Column::SellerId.eq("s-poison"))
+            .count(&app.db)
+            .await
+            .unwrap(),
+        0,
+        "the rejected item's writes are rolled back with it"
+    );
+    assert_eq!(product::Entity::find().count(&app.db).await.unwrap(), 3);
+}
+
+#[tokio::test]
+async fn a_failing_database_rejects_nothing_and_the_item_merges_once_it_is_back() {
+    let app = TestApp::spawn().await;
+    let key = app.key("acme").await;
+    let session = send(&app, &key, vec![item("1")]).await;
+    fail_product_writes(&app, true).await;
+    assert!(
+        app.jobs().tick().await.is_err(),
+        "the pass stops at the database's fault"
+    );
+    let row = &submissions(&app, session).await[0];
+    assert_eq!(status_and_reason(row), (SubmissionStatus::Processing, ""));
+    assert_eq!(attempts(&app, session).await, [1]);
+
+    fail_product_writes(&app, false).await;
+    app.clock.advance(TimeDelta::minutes(6));
+    let report = app.jobs().tick().await.expect("the tick completes").merge;
+    assert_eq!((report.released, report.merged, report.rejected), (1, 1, 0));
+    assert_eq!(session_status(&app, &key, session).await, "completed");
+}
+
+#[tokio::test]
+async fn a_submission_whose_merges_never_finish_is_rejected_after_the_configured_attempts() {
+    let app = TestApp::spawn_with_settings(Settings {
+        jobs: JobsConfig {
+            merge_max_attempts: 2,
+            ..JobsConfig::default()
+        },
+        ..Settings::default()
+    })
+    .await;
+    let (alpha, beta) = (app.key("alpha").await, app.key("beta").await);
+    let stuck = send(&app, &alpha, vec![item("1")]).await;
+    fail_product_writes(&app, true).await;
+    for attempt in 1..=2 {
+        assert!(app.jobs().tick().await.is_err());
+        assert_eq!(attempts(&app, stuck).await, [attempt]);
+        // Its worker is gone; the lease runs out.
+        app.clock.advance(TimeDelta::minutes(6));
+    }
+    fail_product_writes(&app, false).await;
+    let other = send(&app, &beta, vec![item("2")]).await;
+
+    let report = app.jobs().tick().await.expect("the tick completes").merge;
+    assert_eq!((report.merged, report.rejected), (1, 1));
+    let row = &submissions(&app, stuck).await[0];
+    assert_eq!(row.status, SubmissionStatus::Rejected);
+    assert!(
+        row.reason
+            .as_deref()
+            .unwrap()
+            .starts_with("not merged after 2 attempts"),
+        "{row:?}"
+    );
+    assert_eq!(attempts(&app, stuck).await, [2], "not begun a third time");
+    assert_eq!(session_status(&app, &alpha, stuck).await, "completed");
+    assert_eq!(session_status(&app, &beta, other).await, "completed");
+}
+
+/// An item with every optional text and list present, to change one at a time.
+fn full_item() -> Value {
+    let mut full = item("1");
+    full["image_gallery"] = json!(["https://img.example/2.webp"]);
+    full["video_cover"] = json!("https://video.example/1.mp4");
+    full["video_gallery"] = json!(["https://video.example/2.mp4"]);
+    full["seller"]["psrn"] = json!("1027700000000");
+    full["seller"]["address"] = json!("г. Москва, ул. Ленина, д. 1");
+    full["seller"]["url"] = json!("https://www.ozon.ru/seller/1");
+    full["prices"][0]["region_code"] = json!("msk");
+    full["stats"] = json!({ "rating": 4.8 });
+    full
+}
+
+/// Uploads `bad` after a good item; answers the status and the error message.
+async fn upload_second(app: &TestApp, key: &str, bad: Value) -> (u16, String) {
+    let response = app
+        .post_as(
+            key,
+            "/extension/v1/scrapes",
+            &upload(vec![full_item(), bad]),
+        )
+        .await;
+    let status = response.status().as_u16();
+    let body: Value = response.json().await.unwrap();
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    if status == 400 {
+        assert_eq!(body["error"]["code"], "invalid_body", "{body}");
+    }
+    (status, message.to_owned())
+}
+
+#[tokio::test]
+async fn each_upload_limit_passes_at_its_value_and_refuses_one_byte_or_entry_more_naming_the_field()
+{
+    let app = TestApp::spawn().await;
+    let key = app.key("acme").await;
+    let texts: &[(&[&str], &str, usize)] = &[
+        (&["external_id"], "external_id", limits::EXTERNAL_ID),
+        (&["name"], "name", limits::NAME),
+        (&["brand"], "brand", limits::BRAND),
+        (
+            &["category_path", "1"],
+            "category_path[1]",
+            limits::CATEGORY_LEVEL,
+        ),
+        (
+            &["attributes", "цвет"],
+            "attributes.цвет",
+            limits::ATTRIBUTE_VALUE,
+        ),
+        (&["image_cover"], "image_cover", limits::MEDIA_URL),
+        (
+            &["image_gallery", "0"],
+            "image_gallery[0]",
+            limits::MEDIA_URL,
+        ),
+        (&["video_cover"], "video_cover", limits::MEDIA_URL),
+        (
+            &["video_gallery", "0"],
+            "video_gallery[0]",
+            limits::MEDIA_URL,
+        ),
+        (&["seller", "id"], "seller.id", limits::SELLER_ID),
+        (&["seller", "name"], "seller.name", limits::SELLER_NAME),
+        (&["seller", "code"], "seller.code", limits::SELLER_CODE),
+        (
+            &["seller", "tin"],
+            "seller.tin",
+            limits::SELLER_REGISTRATION,
+        ),
+        (
+            &["seller", "psrn"],
+            "seller.psrn",
+            limits::SELLER_REGISTRATION,
+        ),
+        (
+            &["seller", "address"],
+            "seller.address",
+            limits::SELLER_ADDRESS,
+        ),
+        (
+            &["prices", "0", "country_code"],
+            "prices[0].country_code",
+            limits::COUNTRY_CODE,
+        ),
+        (
+            &["prices", "0", "region_code"],
+            "prices[0].region_code",
+            limits::REGION_CODE,
+        ),
+        (
+            &["prices", "0", "currency"],
+            "prices[0].currency",
+            limits::CURRENCY,
+        ),
+        (
+            &["prices", "0", "stock_status"],
+            "prices[0].stock_status",
+            limits::STOCK_STATUS,
+        ),
+        (
+            &["special_price", "0", "country_code"],
+            "special_price[0].country_code",
+            limits::COUNTRY_CODE,
+        ),
+        (
+            &["special_price", "0", "region_code"],
+            "special_price[0].region_code",
+            limits::REGION_CODE,
+        ),
+    ];
+    for &(path, field, limit) in texts {
+        // Bytes, not characters: `limit` bytes of two-byte letters pass...
+        let exact = "я".repeat(limit / 2);
+        let (status, message) =
+            upload_second(&app, &key, with(full_item(), path, json!(exact))).await;
+        assert_eq!(status, 202, "{field} at {limit} bytes: {message}");
+        // ...and `limit` characters whose last letter takes two bytes do not.
+        let over = format!("{}я", "a".repeat(limit - 1));
+        let (status, message) =
+            upload_second(&app, &key, with(full_item(), path, json!(over))).await;
+        assert_eq!(status, 400, "{field} at {} bytes", limit + 1);
+        assert_eq!(
+            message,
+            format!(
+                "items[1].{field} is longer than {limit} bytes (it has {}).",
+                limit + 1
+            )
+        );
+    }
+
+    for (path, field) in [(&["url"][..], "url"), (&["seller", "url"], "seller.url")] {
+        let address = |len: usize| format!("https://ozon.ru/{}", "a".repeat(len - 16));
+        let (status, _) = upload_second(
+            &app,
+            &key,
+            with(full_item(), path, json!(address(limits::URL))),
+        )
+        .await;
+        assert_eq!(status, 202, "{field} at {} bytes", limits::URL);
+        let (status, message) = upload_second(
+            &app,
+            &key,
+            with(full_item(), path, json!(address(limits::URL + 1))),
+        )
+        .await;
+        assert_eq!(
+            (status, message.as_str()),
+            (
+                400,
+                &*format!(
+                    "items[1].{field} is longer than {} bytes (it has {}).",
+                    limits::URL,
+                    limits::URL + 1
+                )
+            )
+        );
+        // Short enough as sent, too long as stored: each letter is percent-encoded.
+        let cyrillic = format!("https://ozon.ru/{}", "я".repeat(limits::URL / 4));
+        let (status, message) =
+            upload_second(&app, &key, with(full_item(), path, json!(cyrillic))).await;
+        assert_eq!(status, 400);
+        assert!(
+            message.starts_with(&format!(
+                "items[1].{field} is longer than {} bytes once normalized",
+                limits::URL
+            )),
+            "{message}"
+        );
+    }
+
+    let key_of = |len: usize| "к".repeat(len / 2) + &"k".repeat(len % 2);
+    let entries = |n: usize| -> Value {
+        (0..n)
+            .map(|i| (format!("key {i}"), json!("value")))
+            .collect::<Map<_, _>>()
+            .into()
+    };
+    let lists: Vec<(&str, &str, usize, Box<dyn Fn(usize) -> Value>)> = vec![
+        (
+            "category_path",
+            "category_path",
+            limits::CATEGORY_LEVELS,
+            Box::new(|n| json!(vec!["Чайники"; n])),
+        ),
+        (
+            "attributes",
+            "attributes",
+            limits::ATTRIBUTES,
+            Box::new(entries),
+        ),
+        (
+            "image_gallery",
+            "image_gallery",
+            limits::GALLERY,
+            Box::new(|n| json!(vec!["https://img.example/1.webp"; n])),
+        ),
+        (
+            "video_gallery",
+            "video_gallery",
+            limits::GALLERY,
+            Box::new(|n| json!(vec!["https://video.example/1.mp4"; n])),
+        ),
+        (
+            "prices",
+            "prices",
+            limits::PRICES,
+            Box::new(|n| json!(vec![full_item()["prices"][0].clone(); n])),
+        ),
+        (
+            "special_price",
+            "special_price",
+            limits::PRICES,
+            Box::new(|n| json!(vec![full_item()["special_price"][0].clone(); n])),
+        ),
+    ];
+    for (path, field, limit, list) in &lists {
+        let (status, message) =
+            upload_second(&app, &key, with(full_item(), &[*path], list(*limit))).await;
+        assert_eq!(status, 202, "{field} with {limit} entries: {message}");
+        let (status, message) =
+            upload_second(&app, &key, with(full_item(), &[*path], list(limit + 1))).await;
+        assert_eq!(
+            (status, message),
+            (
+                400,
+                format!(
+                    "items[1].{field} has more than {limit} entries (it has {}).",
+                    limit + 1
+                )
+            )
+        );
+    }
+
+    let attribute = |key: String| json!({ key: "value" });
+    let (status, _) = upload_second(
+        &app,
+        &key,
+        with(
+            full_item(),
+            &["attributes"],
+            attribute(key_of(limits::ATTRIBUTE_KEY)),
+        ),
+    )
+    .await;
+    assert_eq!(status, 202);
+    let (status, message) = upload_second(
+        &app,
+        &key,
+        with(
+            full_item(),
+            &["attributes"],
+            attribute(key_of(limits::ATTRIBUTE_KEY + 1)),
+        ),
+    )
+    .await;
+    assert_eq!(
+        (status, message),
+        (
+            400,
+            format!(
+                "items[1].attributes has a key longer than {} bytes (it has {}).",
+                limits::ATTRIBUTE_KEY,
+                limits::ATTRIBUTE_KEY + 1
+            )
+        )
+    );
+
+    // `{"s":"…"}` is 8 bytes of JSON around the text.
+    let stats = |len: usize| json!({ "s": "x".repeat(len - 8) });
+    let (status, _) = upload_second(
+        &app,
+        &key,
+        with(full_item(), &["stats"], stats(limits::STATS)),
+    )
+    .await;
+    assert_eq!(status, 202);
+    let (status, message) = upload_second(
+        &app,
+        &key,
+        with(full_item(), &["stats"], stats(limits::STATS + 1)),
+    )
+    .await;
+    assert_eq!(
+        (status, message),
+        (
+            400,
+            format!(
+                "items[1].stats is longer than {} bytes of JSON (it has {}).",
+                limits::STATS,
+                limits::STATS + 1
+            )
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_nul_anywhere_in_an_upload_is_refused_naming_the_field() {
+    let app = TestApp::spawn().await;
+    let key = app.key("acme").await;
+    let nul = "a\u{0}b";
+    let cases: Vec<(Value, &str)> = vec![
+        (
+            with(full_item(), &["name"], json!(nul)),
+            "items[1].name contains",
+        ),
+        (
+            with(full_item(), &["external_id"], json!(nul)),
+            "items[1].external_id contains",
+        ),
+        (
+            with(full_item(), &["category_path", "0"], json!(nul)),
+            "items[1].category_path[0] contains",
+        ),
+        (
+            with(full_item(), &["attributes"], json!({ nul: true })),
+            "items[1].attributes.a\\0b is a key containing",
+        ),
+        (
+            with(full_item(), &["attributes", "цвет"], json!(nul)),
+            "items[1].attributes.цвет contains",
+        ),
+        (
+            with(full_item(), &["seller", "name"], json!(nul)),
+            "items[1].seller.name contains",
+        ),
+        (
+            with(full_item(), &["prices", "0", "currency"], json!(nul)),
+            "items[1].prices[0].currency contains",
+        ),
+        (
+            with(
+                full_item(),
+                &["stats"],
+                json!({ "reviews": [{ "text": "ok" }, { "text": nul }] }),
+            ),
+            "items[1].stats.reviews[1].text contains",
+        ),
+        // A field the item does not know is stored with it all the same.
+        (
+            with(full_item(), &["extra"], json!({ "deep": [nul] })),
+            "items[1].extra.deep[0] contains",
+        ),
+        // Not even a valid item: the merge would reject it, but it is never stored.
+        (
+            with(json!({ "marketplace": "amazon" }), &["name"], json!(nul)),
+            "items[1].name contains",
+        ),
+    ];
+    for (bad, field) in cases {
+        let (status, message) = upload_second(&app, &key, bad).await;
+        assert_eq!(status, 400, "{field}");
+        assert_eq!(message, format!("{field} a NUL character (U+0000)."));
+    }
+    assert_eq!(submission::Entity::find().count(&app.db).await.unwrap(), 0);
+}
+
+#[tokio::test]
+async fn an_item_with_every_text_and_list_at_its_limit_merges() {
+    let app = TestApp::spawn().await;
+    let key = app.key("acme").await;
+    // `İ` takes two bytes and three once folded: the folded twins are at their longest.
+    let text = |bytes: usize, tag: usize| {
+        let tag = format!("{tag:04}");
+        "İ".repeat((bytes - tag.len()) / 2) + &tag
+    };
+    let address = |path: &str| {
+        let head = format!("https://ozon.ru/{path}/");
+        head.clone() + &"a".repeat(limits::URL - head.len())
+    };
+    let mut big = full_item();
+    big["external_id"] = json!(text(limits::EXTERNAL_ID, 0));
+    big["url"] = json!(address("product"));
+    big["name"] = json!(text(limits::NAME, 0));
+    big["brand"] = json!(text(limits::BRAND, 0));
+    big["category_path"] = (0..limits::CATEGORY_LEVELS)
+        .map(|i| json!(text(limits::CATEGORY_LEVEL, i)))
+        .collect();
+    // Every list at its length, one entry of each at its longest: all at
+    // once would pass the upload's body limit.
+    let value = |i: usize| match i {
+        0 => text(limits::ATTRIBUTE_VALUE, 0),
+        _ => format!("значение {i}"),
+    };
+    big["attributes"] = (0..limits::ATTRIBUTES)
+        .map(|i| (text(limits::ATTRIBUTE_KEY, i), json!(value(i))))
+        .collect::<Map<_, _>>()
+        .into();
+    big["image_cover"] = json!(text(limits::MEDIA_URL, 0));
+    let media = |i: usize| match i {
+        0 => text(limits::MEDIA_URL, 0),
+        _ => format!("https://img.example/{i}"),
+    };
+    big["image_gallery"] = (0..limits::GALLERY).map(|i| json!(media(i))).collect();
+    big["video_cover"] = json!(text(limits::MEDIA_URL, 1));
+    big["video_gallery"] = (0..limits::GALLERY).map(|i| json!(media(i))).collect();
+    let seller = &mut big["seller"];
+    seller["id"] = json!(text(limits::SELLER_ID, 0));
+    seller["name"] = json!(text(limits::SELLER_NAME, 0));
+    seller["code"] = json!(text(limits::SELLER_CODE, 0));
+    seller["tin"] = json!(text(limits::SELLER_REGISTRATION, 0));
+    seller["psrn"] = json!(text(limits::SELLER_REGISTRATION, 1));
+    seller["address"] = json!(text(limits::SELLER_ADDRESS, 0));
+    seller["url"] = json!(address("seller"));
+    let country = text(limits::COUNTRY_CODE, 0);
+    big["prices"] = (0..limits::PRICES)
+        .map(|i| json!({ "country_code": country, "region_code": text(limits::REGION_CODE, i), "user_auth_status": "anonymous", "price": 10, "currency": text(limits::CURRENCY, 0), "stock_status": text(limits::STOCK_STATUS, 0) }))
+        .collect();
+    big["special_price"] = (0..limits::PRICES)
+        .map(|i| json!({ "country_code": country, "region_code": text(limits::REGION_CODE, i), "user_auth_status": "anonymous", "min": 1, "max": 2 }))
+        .collect();
+    big["stats"] = json!({ "s": "x".repeat(limits::STATS - 8) });
+    let session = send(&app, &key, vec![big]).await;
+
+    let report = app.jobs().tick().await.expect("the tick completes").merge;
+    assert_eq!(
+        (report.merged, report.rejected),
+        (1, 0),
+        "{:?}",
+        submissions(&app, session).await[0].reason
+    );
+    assert_eq!(
+        product_category::Entity::find()
+            .count(&app.db)
+            .await
+            .unwrap(),
+        limits::CATEGORY_LEVELS as u64
+    );
+}
