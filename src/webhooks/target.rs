@@ -9,15 +9,24 @@
 //! (DNS rebinding). reqwest does not call the resolver for IP-literal hosts,
 //! so [`TargetPolicy::check_url`] judges those itself.
 //!
+//! What "public" means is [`special`]: an address outside every block of
+//! the IANA special-purpose registries and of the few other non-unicast or
+//! IPv4-embedding blocks listed there.
+//!
 //! The development switch (`--webhook-allow-insecure-targets`) turns every
 //! check off, for local testing against `http://127.0.0.1:...`.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use url::{Host, Url};
 
 use crate::config::WebhookConfig;
+
+pub use special::Special;
+use special::special;
+
+mod special;
 
 /// Why a target is refused. Every message is one human sentence fragment.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -27,11 +36,11 @@ pub enum TargetError {
     #[error("{0}")]
     NotAllowed(String),
     /// The host resolves to an address that is not public.
-    #[error("{host} resolves to {addr}, a {kind} address; webhook targets must be public")]
+    #[error("{host} resolves to {addr}, which is {special}; webhook targets must be public")]
     NonPublicAddress {
         host: String,
         addr: IpAddr,
-        kind: &'static str,
+        special: Special,
     },
     /// The host does not resolve at all.
     #[error("{host} does not resolve: {reason}")]
@@ -76,10 +85,10 @@ impl TargetPolicy {
         };
         if let Some(addr) = literal
             && !self.allow_insecure
-            && let Some(kind) = non_public_kind(addr)
+            && let Some(special) = special(addr)
         {
             return Err(TargetError::NotAllowed(format!(
-                "{addr} is a {kind} address; webhook targets must be public"
+                "{addr} is {special}; webhook targets must be public"
             )));
         }
         Ok(url)
@@ -112,14 +121,14 @@ impl TargetPolicy {
             return Err(unresolvable("no addresses".into()));
         }
         if !self.allow_insecure
-            && let Some((addr, kind)) = addrs
+            && let Some((addr, special)) = addrs
                 .iter()
-                .find_map(|a| non_public_kind(a.ip()).map(|kind| (a.ip(), kind)))
+                .find_map(|a| special(a.ip()).map(|special| (a.ip(), special)))
         {
             return Err(TargetError::NonPublicAddress {
                 host: host.to_owned(),
                 addr,
-                kind,
+                special,
             });
         }
         Ok(addrs)
@@ -143,145 +152,9 @@ impl Resolve for PublicResolver {
     }
 }
 
-/// Address blocks that are not reachable public unicast destinations.
-const BLOCKED_V4: &[(Ipv4Addr, u8, &str)] = &[
-    (Ipv4Addr::new(0, 0, 0, 0), 8, "\"this network\""),
-    (Ipv4Addr::new(10, 0, 0, 0), 8, "private"),
-    (Ipv4Addr::new(100, 64, 0, 0), 10, "carrier-grade NAT"),
-    (Ipv4Addr::new(127, 0, 0, 0), 8, "loopback"),
-    (Ipv4Addr::new(169, 254, 0, 0), 16, "link-local"),
-    (Ipv4Addr::new(172, 16, 0, 0), 12, "private"),
-    (Ipv4Addr::new(192, 0, 0, 0), 24, "IETF protocol"),
-    (Ipv4Addr::new(192, 0, 2, 0), 24, "documentation"),
-    (Ipv4Addr::new(192, 168, 0, 0), 16, "private"),
-    (Ipv4Addr::new(198, 18, 0, 0), 15, "benchmarking"),
-    (Ipv4Addr::new(198, 51, 100, 0), 24, "documentation"),
-    (Ipv4Addr::new(203, 0, 113, 0), 24, "documentation"),
-    (Ipv4Addr::new(224, 0, 0, 0), 4, "multicast"),
-    // 240/4 is reserved and ends with the broadcast address 255.255.255.255.
-    (Ipv4Addr::new(240, 0, 0, 0), 4, "reserved or broadcast"),
-];
-
-const BLOCKED_V6: &[(Ipv6Addr, u8, &str)] = &[
-    // IPv4-compatible addresses (deprecated); also covers :: and ::1.
-    (
-        Ipv6Addr::new(0, 0, 0, 0, 0, 0, 0, 0),
-        96,
-        "unspecified, loopback or IPv4-compatible",
-    ),
-    (
-        Ipv6Addr::new(0x100, 0, 0, 0, 0, 0, 0, 0),
-        64,
-        "discard-only",
-    ),
-    (
-        Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 0),
-        32,
-        "documentation",
-    ),
-    (
-        Ipv6Addr::new(0xfc00, 0, 0, 0, 0, 0, 0, 0),
-        7,
-        "unique-local",
-    ),
-    (Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 0), 10, "link-local"),
-    (Ipv6Addr::new(0xfec0, 0, 0, 0, 0, 0, 0, 0), 10, "site-local"),
-    (Ipv6Addr::new(0xff00, 0, 0, 0, 0, 0, 0, 0), 8, "multicast"),
-];
-
-/// IPv6 prefixes that carry an IPv4 address in their last 32 bits: the
-/// embedded address decides.
-const EMBEDDING_V4: &[(Ipv6Addr, u8)] = &[
-    (Ipv6Addr::new(0, 0, 0, 0, 0, 0xffff, 0, 0), 96), // IPv4-mapped
-    (Ipv6Addr::new(0x64, 0xff9b, 0, 0, 0, 0, 0, 0), 96), // NAT64
-];
-
-/// What kind of non-public address `addr` is, or `None` when it is public.
-fn non_public_kind(addr: IpAddr) -> Option<&'static str> {
-    match addr {
-        IpAddr::V4(v4) => BLOCKED_V4
-            .iter()
-            .find(|(net, prefix, _)| {
-                same_prefix(u32::from(v4).into(), u32::from(*net).into(), *prefix, 32)
-            })
-            .map(|(_, _, kind)| *kind),
-        IpAddr::V6(v6) => {
-            let bits = u128::from(v6);
-            if EMBEDDING_V4
-                .iter()
-                .any(|(net, prefix)| same_prefix(bits, u128::from(*net), *prefix, 128))
-            {
-                // Truncation keeps exactly the embedded IPv4 address.
-                return non_public_kind(IpAddr::V4(Ipv4Addr::from(bits as u32)));
-            }
-            BLOCKED_V6
-                .iter()
-                .find(|(net, prefix, _)| same_prefix(bits, u128::from(*net), *prefix, 128))
-                .map(|(_, _, kind)| *kind)
-        }
-    }
-}
-
-/// Whether two addresses, `width` bits wide, agree on their first `prefix` bits.
-fn same_prefix(a: u128, b: u128, prefix: u8, width: u32) -> bool {
-    let host_bits = width - u32::from(prefix);
-    // A shift by 128 (a /0 block of IPv6) is None: every address matches.
-    a.checked_shr(host_bits).unwrap_or(0) == b.checked_shr(host_bits).unwrap_or(0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn kind(addr: &str) -> Option<&'static str> {
-        non_public_kind(addr.parse().expect("an address"))
-    }
-
-    #[test]
-    fn private_and_special_addresses_are_not_public() {
-        for addr in [
-            "0.0.0.0",
-            "10.1.2.3",
-            "100.64.0.1",
-            "100.127.255.255",
-            "127.0.0.1",
-            "169.254.169.254",
-            "172.16.0.1",
-            "172.31.255.255",
-            "192.0.2.10",
-            "192.168.1.1",
-            "198.18.0.1",
-            "224.0.0.1",
-            "255.255.255.255",
-            "::",
-            "::1",
-            "::ffff:127.0.0.1",
-            "::ffff:10.0.0.1",
-            "64:ff9b::a9fe:a9fe",
-            "2001:db8::1",
-            "fc00::1",
-            "fd12:3456::1",
-            "fe80::1",
-            "ff02::1",
-        ] {
-            assert!(kind(addr).is_some(), "{addr} should be refused");
-        }
-    }
-
-    #[test]
-    fn public_addresses_are_public() {
-        for addr in [
-            "1.1.1.1",
-            "8.8.8.8",
-            "100.63.255.255",
-            "100.128.0.0",
-            "172.32.0.1",
-            "2606:4700:4700::1111",
-            "::ffff:8.8.8.8",
-        ] {
-            assert_eq!(kind(addr), None, "{addr} should be allowed");
-        }
-    }
 
     #[test]
     fn urls_are_checked_without_dns() {
@@ -289,12 +162,21 @@ mod tests {
             allow_insecure: false,
         };
         assert!(strict.check_url("https://hooks.example.com/x").is_ok());
+        assert!(strict.check_url("https://[2606:4700:4700::1111]/x").is_ok());
         assert!(strict.check_url("http://hooks.example.com/x").is_err());
         assert!(strict.check_url("https://127.0.0.1/").is_err());
         assert!(strict.check_url("https://[::ffff:127.0.0.1]/").is_err());
+        assert!(strict.check_url("https://[::ffff:0:127.0.0.1]/").is_err());
+        assert!(strict.check_url("https://[2002:7f00:1::1]/").is_err());
         // Other spellings of 127.0.0.1 are normalized by the URL parser.
         assert!(strict.check_url("https://2130706433/").is_err());
+        assert!(strict.check_url("https://0x7f.1/").is_err());
         assert!(strict.check_url("ftp://hooks.example.com/").is_err());
+        let refused = strict.check_url("https://[::1]/").unwrap_err().to_string();
+        assert_eq!(
+            refused,
+            "::1 is loopback (::1/128); webhook targets must be public"
+        );
         let dev = TargetPolicy {
             allow_insecure: true,
         };

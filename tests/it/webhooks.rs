@@ -773,6 +773,7 @@ async fn delivery_rechecks_the_target_and_never_dials_a_refused_one() {
         format!("https://localhost:{port}/hook"),
         format!("https://127.0.0.1:{port}/hook"),
         format!("https://[::ffff:127.0.0.1]:{port}/hook"),
+        format!("https://[::ffff:0:127.0.0.1]:{port}/hook"),
         format!("http://example.com:{port}/hook"),
     ] {
         webhook_subscription::ActiveModel {
@@ -792,7 +793,7 @@ async fn delivery_rechecks_the_target_and_never_dials_a_refused_one() {
     h.complete_session().await;
 
     let report = h.deliver().await;
-    assert_eq!(report.attempted, 4);
+    assert_eq!(report.attempted, 5);
     assert_eq!(counter.accepted(), 0, "nothing was dialled");
 
     for delivery in h.deliveries().await {
@@ -810,7 +811,7 @@ async fn delivery_rechecks_the_target_and_never_dials_a_refused_one() {
         } else {
             // The URL itself can never be allowed.
             assert!(
-                error.contains("loopback") || error.contains("https"),
+                error.contains("must be public") || error.contains("https"),
                 "{url}: {error}"
             );
             assert_eq!(delivery.status, DeliveryStatus::Failed);
@@ -829,9 +830,19 @@ async fn creation_refuses_targets_that_are_not_public_https() {
         ("https://10.1.2.3/x", "private"),
         ("https://169.254.169.254/latest", "link-local"),
         ("https://[::1]/x", "loopback"),
-        ("https://[::ffff:127.0.0.1]/x", "loopback"),
         ("https://100.64.0.1/x", "carrier-grade NAT"),
         ("https://localhost/x", "loopback"),
+        ("https://192.88.99.1/x", "6to4 relay"),
+        ("https://[3fff::1]/x", "documentation"),
+        // Every IPv6 form that embeds 127.0.0.1.
+        ("https://[::ffff:127.0.0.1]/x", "IPv4-mapped"),
+        ("https://[::127.0.0.1]/x", "IPv4-compatible"),
+        ("https://[::ffff:0:127.0.0.1]/x", "IPv4-translated"),
+        ("https://[64:ff9b::127.0.0.1]/x", "NAT64"),
+        ("https://[64:ff9b:1::7f00:1]/x", "IPv4-IPv6 translation"),
+        ("https://[2002:7f00:1::1]/x", "6to4"),
+        ("https://[2001:0:4136:e378:8000:63bf:80ff:fffe]/x", "Teredo"),
+        ("https://[2606:4700::5efe:127.0.0.1]/x", "ISATAP"),
     ] {
         let (status, body) = create(&app, &key, json!({ "url": url })).await;
         assert_eq!(status, 400, "{url}: {body}");
