@@ -21,6 +21,9 @@ pub struct Model {
     pub next_attempt_at: Option<DateTimeUtc>,
     /// While a worker is sending it: when its claim runs out.
     pub locked_until: Option<DateTimeUtc>,
+    /// An attempt is under way: it holds one of the subscription's attempts
+    /// against the auto-disable threshold until its outcome is recorded.
+    pub in_flight: bool,
     pub created_at: DateTimeUtc,
     pub finished_at: Option<DateTimeUtc>,
 }

@@ -7,6 +7,7 @@ mod m20261122_000001_initial;
 mod m20261122_000002_products_newest_desc;
 mod m20261123_000003_category_newest;
 mod m20261125_000004_submission_attempts;
+mod m20261125_000012_webhook_in_flight;
 
 pub struct Migrator;
 
@@ -18,6 +19,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261122_000002_products_newest_desc::Migration),
             Box::new(m20261123_000003_category_newest::Migration),
             Box::new(m20261125_000004_submission_attempts::Migration),
+            Box::new(m20261125_000012_webhook_in_flight::Migration),
         ]
     }
 }

@@ -1,5 +1,6 @@
-//! The delivery job: claim due deliveries, send them, log each attempt and
-//! reschedule or finish them.
+//! The delivery job: claim due deliveries, reserve their attempts against
+//! each subscription's allowance, send them, log each attempt and reschedule
+//! or finish them.
 //!
 //! Claiming sets a short lease (`locked_until`) on each row. On PostgreSQL the
 //! candidates are selected `FOR UPDATE SKIP LOCKED`, so concurrent workers
@@ -9,20 +10,29 @@
 //! worker holds. A worker that dies mid-send loses nothing: its lease runs
 //! out and the row is claimable again (at-least-once; receivers deduplicate
 //! with the `X-Vitrina-Delivery` id).
+//!
+//! A run sends each subscription's claimed deliveries in waves: it reserves
+//! as many attempts as the subscription's allowance has room for
+//! ([`allowance`](super::allowance), which makes auto-disable exact), sends
+//! them side by side, records their outcomes, and reserves again. Deliveries
+//! left when attempts of other workers hold the whole allowance are deferred:
+//! they keep their lease and are claimed again once it runs out.
 
+use std::collections::{HashMap, VecDeque};
+use std::ops::AddAssign;
 use std::time::Instant;
 
 use chrono::{DateTime, TimeDelta, Utc};
-use entity::{
-    DeliveryStatus, SubscriptionStatus, webhook_attempt, webhook_delivery, webhook_subscription,
-};
+use entity::{DeliveryStatus, webhook_attempt, webhook_delivery, webhook_subscription};
 use futures_util::future::join_all;
 use sea_orm::sea_query::{Expr, LockBehavior, LockType};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbBackend,
-    DbErr, EntityTrait, ExprTrait, NotSet, QueryFilter, QueryOrder, QuerySelect, TransactionTrait,
+    DbErr, EntityTrait, NotSet, QueryFilter, QueryOrder, QuerySelect, TransactionTrait,
 };
+use uuid::Uuid;
 
+use super::allowance::{self, Reserved, Standing};
 use super::retry::{self, Outcome, Verdict};
 use super::sender::Sender;
 use super::subscriptions;
@@ -39,17 +49,45 @@ const LEASE_MARGIN: TimeDelta = TimeDelta::seconds(30);
 /// overflow.
 const MAX_LEASE: TimeDelta = TimeDelta::days(1);
 
+/// The error logged for an attempt whose worker stopped before recording it.
+const ABANDONED: &str =
+    "no outcome was recorded: the worker sending it stopped before its lease ran out";
+
 /// What one [`deliver_due`] run did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DeliveryReport {
     /// Attempts made (requests sent or refused at the address check).
     pub attempted: usize,
     pub succeeded: usize,
-    /// Failed attempts that will be retried.
+    /// Failed attempts that will be retried, including attempts a stopped
+    /// worker left unrecorded.
     pub rescheduled: usize,
     /// Deliveries that failed for good in this run, including those of a
     /// subscription disabled meanwhile (not sent).
     pub failed: usize,
+    /// Deliveries not attempted because attempts in flight elsewhere held
+    /// their subscription's whole allowance; taken again after their lease.
+    pub deferred: usize,
+}
+
+impl DeliveryReport {
+    fn count(&mut self, verdict: Verdict) {
+        match verdict {
+            Verdict::Succeeded => self.succeeded += 1,
+            Verdict::RetryAt(_) => self.rescheduled += 1,
+            Verdict::Failed => self.failed += 1,
+        }
+    }
+}
+
+impl AddAssign for DeliveryReport {
+    fn add_assign(&mut self, other: DeliveryReport) {
+        self.attempted += other.attempted;
+        self.succeeded += other.succeeded;
+        self.rescheduled += other.rescheduled;
+        self.failed += other.failed;
+        self.deferred += other.deferred;
+    }
 }
 
 /// Sends every delivery that is due (up to one batch), each at most once per
@@ -61,29 +99,35 @@ pub async fn deliver_due(
     clock: &dyn Clock,
     sender: &Sender,
 ) -> Result<DeliveryReport, DbErr> {
-    let lease = TimeDelta::from_std(sender.timeout())
-        .unwrap_or(MAX_LEASE)
-        .min(MAX_LEASE)
-        + LEASE_MARGIN;
+    let run = Run {
+        db,
+        clock,
+        sender,
+        lease: TimeDelta::from_std(sender.timeout())
+            .unwrap_or(MAX_LEASE)
+            .min(MAX_LEASE)
+            + LEASE_MARGIN,
+    };
     let mut report = DeliveryReport::default();
     // Batch after batch while batches come back full, so a backlog drains in
-    // one run instead of BATCH deliveries per tick. It ends: every attempt
-    // either finishes its row or moves it to a later time or behind a lease.
+    // one run instead of BATCH deliveries per tick. It ends: every claimed
+    // row is finished, moved to a later time, or left behind a lease.
     loop {
         let now = clock.now();
-        let claimed = claim(db, now, now + lease).await?;
+        let claimed = claim(db, now, now + run.lease).await?;
         let full = claimed.len() as u64 == BATCH;
-        for outcome in join_all(claimed.into_iter().map(|d| attempt(db, clock, sender, d))).await {
-            match outcome? {
-                Some(Verdict::Succeeded) => report.succeeded += 1,
-                Some(Verdict::RetryAt(_)) => report.rescheduled += 1,
-                Some(Verdict::Failed) => report.failed += 1,
-                None => {
-                    report.failed += 1;
-                    continue;
-                }
-            }
-            report.attempted += 1;
+        let mut by_subscription: HashMap<Uuid, Vec<webhook_delivery::Model>> = HashMap::new();
+        for delivery in claimed {
+            by_subscription
+                .entry(delivery.subscription_id)
+                .or_default()
+                .push(delivery);
+        }
+        let runs = by_subscription
+            .into_iter()
+            .map(|(id, deliveries)| run.deliver_to(id, deliveries));
+        for done in join_all(runs).await {
+            report += done?;
         }
         if !full {
             break;
@@ -160,50 +204,130 @@ async fn claim_on(
     Ok(claimed)
 }
 
-/// Makes one attempt of a claimed delivery and records it. `None` when the
-/// subscription is no longer active: the delivery fails without being sent.
-async fn attempt(
-    db: &DatabaseConnection,
-    clock: &dyn Clock,
-    sender: &Sender,
-    delivery: webhook_delivery::Model,
-) -> Result<Option<Verdict>, DbErr> {
-    let subscription = webhook_subscription::Entity::find_by_id(delivery.subscription_id)
-        .one(db)
-        .await?;
-    let Some(subscription) = subscription.filter(|s| s.status == SubscriptionStatus::Active) else {
-        subscriptions::fail_pending(db, delivery.subscription_id, clock.now()).await?;
-        return Ok(None);
-    };
-    let now = clock.now();
-    let started = Instant::now();
-    let outcome = sender
-        .send(
-            &subscription.target_url,
-            &subscription.secret,
-            &delivery,
-            now,
-        )
-        .await;
-    let duration_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
-    let number = delivery.attempts + 1;
-    let verdict = retry::judge(&outcome, number, now);
-    tracing::debug!(delivery = %delivery.id, attempt = number, ?outcome, ?verdict, "webhook attempt");
+/// What every step of one run needs.
+struct Run<'a> {
+    db: &'a DatabaseConnection,
+    clock: &'a dyn Clock,
+    sender: &'a Sender,
+    /// How long a claim or a reservation holds its row.
+    lease: TimeDelta,
+}
 
-    let tx = db.begin().await?;
-    // A write first: SQLite then takes its write lock at once instead of
-    // failing a read-to-write upgrade under concurrent workers.
-    log_attempt(&tx, delivery.id, now, &outcome, duration_ms).await?;
-    let active =
-        count_on_subscription(&tx, subscription.id, verdict, sender.disable_after(), now).await?;
-    // A subscription disabled meanwhile (by this failure or another) gets no retry.
-    let verdict = match verdict {
-        Verdict::RetryAt(_) if !active => Verdict::Failed,
-        other => other,
-    };
-    update_delivery(&tx, delivery.id, number, verdict, now).await?;
-    tx.commit().await?;
-    Ok(Some(verdict))
+impl Run<'_> {
+    /// Delivers the deliveries this run claimed for one subscription.
+    async fn deliver_to(
+        &self,
+        subscription_id: Uuid,
+        claimed: Vec<webhook_delivery::Model>,
+    ) -> Result<DeliveryReport, DbErr> {
+        let mut report = DeliveryReport::default();
+        let (abandoned, waiting): (Vec<_>, Vec<_>) = claimed.into_iter().partition(|d| d.in_flight);
+        for delivery in abandoned {
+            let outcome = Outcome::NoAnswer(ABANDONED.into());
+            if let Some(verdict) = self
+                .record(&delivery, self.clock.now(), &outcome, 0)
+                .await?
+            {
+                report.count(verdict);
+            }
+        }
+        let mut waiting = VecDeque::from(waiting);
+        while !waiting.is_empty() {
+            let reserved = allowance::reserve(
+                self.db,
+                subscription_id,
+                self.sender.disable_after(),
+                &mut waiting,
+                self.clock.now(),
+                self.lease,
+            )
+            .await?;
+            let Some(Reserved {
+                subscription,
+                deliveries,
+            }) = reserved
+            else {
+                subscriptions::fail_pending(self.db, subscription_id, self.clock.now()).await?;
+                report.failed += waiting.len();
+                waiting.clear();
+                break;
+            };
+            if deliveries.is_empty() {
+                break;
+            }
+            let wave = deliveries
+                .into_iter()
+                .map(|d| self.attempt(&subscription, d));
+            for verdict in join_all(wave).await {
+                report.attempted += 1;
+                if let Some(verdict) = verdict? {
+                    report.count(verdict);
+                }
+            }
+        }
+        report.deferred += waiting.len();
+        Ok(report)
+    }
+
+    /// Makes one reserved attempt and records it.
+    async fn attempt(
+        &self,
+        subscription: &webhook_subscription::Model,
+        delivery: webhook_delivery::Model,
+    ) -> Result<Option<Verdict>, DbErr> {
+        let now = self.clock.now();
+        let started = Instant::now();
+        let outcome = self
+            .sender
+            .send(
+                &subscription.target_url,
+                &subscription.secret,
+                &delivery,
+                now,
+            )
+            .await;
+        let duration_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+        self.record(&delivery, now, &outcome, duration_ms).await
+    }
+
+    /// Records the outcome of a delivery's reserved attempt, made at `at`, in
+    /// one transaction: logs it, counts it on the subscription, and
+    /// reschedules or finishes the delivery, which returns its reservation.
+    /// `None` when the attempt is no longer this worker's (its lease ran out
+    /// and another worker recorded it as abandoned): nothing is counted twice.
+    async fn record(
+        &self,
+        delivery: &webhook_delivery::Model,
+        at: DateTime<Utc>,
+        outcome: &Outcome,
+        duration_ms: i64,
+    ) -> Result<Option<Verdict>, DbErr> {
+        let number = delivery.attempts + 1;
+        let verdict = retry::judge(outcome, number, at);
+        tracing::debug!(delivery = %delivery.id, attempt = number, ?outcome, ?verdict, "webhook attempt");
+
+        let tx = crate::db::begin_write(self.db).await?;
+        log_attempt(&tx, delivery.id, at, outcome, duration_ms).await?;
+        let standing = allowance::settle(
+            &tx,
+            delivery.subscription_id,
+            verdict.is_success(),
+            self.sender.disable_after(),
+            at,
+        )
+        .await?;
+        // A subscription disabled meanwhile (by this failure or another) gets no retry.
+        let verdict = match verdict {
+            Verdict::RetryAt(_) if standing == Standing::Inactive => Verdict::Failed,
+            other => other,
+        };
+        if !finish_attempt(&tx, delivery, number, verdict, at).await? {
+            tx.rollback().await?;
+            return Ok(None);
+        }
+        tx.commit().await?;
+        Ok(Some(verdict))
+    }
 }
 
 async fn log_attempt(
@@ -230,20 +354,23 @@ async fn log_attempt(
     Ok(())
 }
 
-async fn update_delivery(
+/// Reschedules or finishes a delivery after attempt number `attempts` and
+/// clears its in-flight mark; false when the attempt is no longer this
+/// worker's (not in flight under the lease this worker holds).
+async fn finish_attempt(
     conn: &impl ConnectionTrait,
-    id: uuid::Uuid,
+    delivery: &webhook_delivery::Model,
     attempts: i32,
     verdict: Verdict,
     now: DateTime<Utc>,
-) -> Result<(), DbErr> {
+) -> Result<bool, DbErr> {
     use webhook_delivery::Column;
     let (status, next_attempt_at, finished_at) = match verdict {
         Verdict::Succeeded => (DeliveryStatus::Succeeded, None, Some(now)),
         Verdict::RetryAt(at) => (DeliveryStatus::Pending, Some(at), None),
         Verdict::Failed => (DeliveryStatus::Failed, None, Some(now)),
     };
-    webhook_delivery::Entity::update_many()
+    let finished = webhook_delivery::Entity::update_many()
         .col_expr(Column::Status, Expr::value(status))
         .col_expr(Column::Attempts, Expr::value(attempts))
         .col_expr(Column::NextAttemptAt, Expr::value(next_attempt_at))
@@ -251,47 +378,13 @@ async fn update_delivery(
             Column::LockedUntil,
             Expr::value(Option::<DateTime<Utc>>::None),
         )
+        .col_expr(Column::InFlight, Expr::value(false))
         .col_expr(Column::FinishedAt, Expr::value(finished_at))
-        .filter(Column::Id.eq(id))
+        .filter(Column::Id.eq(delivery.id))
+        .filter(Column::InFlight.eq(true))
+        .filter(Column::LockedUntil.eq(delivery.locked_until))
         .exec(conn)
-        .await?;
-    Ok(())
-}
-
-/// Resets the subscription's run of failures on success; otherwise extends
-/// it and disables the subscription once it reaches `disable_after`. Returns
-/// whether the subscription is still active.
-async fn count_on_subscription(
-    conn: &impl ConnectionTrait,
-    id: uuid::Uuid,
-    verdict: Verdict,
-    disable_after: u32,
-    now: DateTime<Utc>,
-) -> Result<bool, DbErr> {
-    use webhook_subscription::{Column, Entity};
-    // In SQL, not read-modify-write: attempts to one subscription run
-    // concurrently. On PostgreSQL the row lock taken here also orders them.
-    let failures = if verdict.is_success() {
-        Expr::value(0)
-    } else {
-        Expr::col(Column::ConsecutiveFailures).add(1)
-    };
-    Entity::update_many()
-        .col_expr(Column::ConsecutiveFailures, failures)
-        .filter(Column::Id.eq(id))
-        .exec(conn)
-        .await?;
-    let Some(subscription) = Entity::find_by_id(id).one(conn).await? else {
-        return Ok(false);
-    };
-    if subscription.status != SubscriptionStatus::Active {
-        return Ok(false);
-    }
-    let reached = i64::from(subscription.consecutive_failures) >= i64::from(disable_after);
-    if !verdict.is_success() && reached {
-        tracing::warn!(subscription = %id, failures = subscription.consecutive_failures, "webhook subscription disabled after consecutive failures");
-        subscriptions::deactivate(conn, id, now).await?;
-        return Ok(false);
-    }
-    Ok(true)
+        .await?
+        .rows_affected;
+    Ok(finished == 1)
 }

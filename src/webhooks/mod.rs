@@ -12,12 +12,14 @@
 //! |---|---|
 //! | `outbox.rs` | the payload and enqueueing |
 //! | `subscriptions.rs` | subscriptions of an account, the 5-active cap, the delivery log |
-//! | `delivery.rs` | the delivery job: claiming, attempt log, auto-disable |
+//! | `delivery.rs` | the delivery job: claiming, sending in waves, the attempt log |
+//! | `allowance.rs` | exact auto-disable: attempts reserved against the threshold |
 //! | `sender.rs` | the HTTP client and one signed POST |
 //! | `retry.rs` | what an attempt's outcome means: success, retry when, or failure |
 //! | `signature.rs` | secrets and the `X-Vitrina-Signature` header |
 //! | `target.rs` | which targets may be dialled (SSRF guard in the DNS resolver) |
 
+mod allowance;
 pub mod delivery;
 pub mod outbox;
 pub mod retry;

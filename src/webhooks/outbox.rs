@@ -80,6 +80,7 @@ pub async fn enqueue_session_completed(
         attempts: Set(0),
         next_attempt_at: Set(Some(now)),
         locked_until: Set(None),
+        in_flight: Set(false),
         created_at: Set(now),
         finished_at: Set(None),
     });

@@ -31,6 +31,12 @@ pub struct Sender {
 
 impl Sender {
     pub fn new(config: &WebhookConfig) -> Result<Sender, Error> {
+        if config.webhook_disable_after == 0 {
+            // No attempt could ever be reserved (see allowance.rs).
+            return Err(Error::Invalid(
+                "VITRINA_WEBHOOK_DISABLE_AFTER must be at least 1, got 0".into(),
+            ));
+        }
         let policy = TargetPolicy::from(config);
         if policy.allow_insecure {
             tracing::warn!(

@@ -226,7 +226,9 @@ pub(super) async fn deactivate(
     Ok(())
 }
 
-/// Fails the subscription's pending deliveries without sending them.
+/// Fails the subscription's pending deliveries without sending them. One
+/// with an attempt in flight is left to that attempt, whose outcome finishes
+/// it (see `allowance.rs`).
 pub(super) async fn fail_pending(
     conn: &impl ConnectionTrait,
     subscription_id: Uuid,
@@ -241,6 +243,7 @@ pub(super) async fn fail_pending(
         .col_expr(Column::FinishedAt, Expr::value(Some(now)))
         .filter(Column::SubscriptionId.eq(subscription_id))
         .filter(Column::Status.eq(DeliveryStatus::Pending))
+        .filter(Column::InFlight.eq(false))
         .exec(conn)
         .await?;
     Ok(())

@@ -43,6 +43,8 @@ pub enum Reply {
     Redirect(String),
     /// 200, after this long.
     Slow(Duration),
+    /// This status, after this long.
+    Late(Duration, u16),
 }
 
 type Script = Arc<Mutex<VecDeque<Reply>>>;
@@ -127,6 +129,12 @@ async fn record(
         Reply::Slow(delay) => {
             tokio::time::sleep(delay).await;
             StatusCode::OK.into_response()
+        }
+        Reply::Late(delay, code) => {
+            tokio::time::sleep(delay).await;
+            StatusCode::from_u16(code)
+                .expect("a status")
+                .into_response()
         }
     }
 }
