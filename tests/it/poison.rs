@@ -39,17 +39,35 @@ async fn store(app: &TestApp, session: Uuid, payload: Value) -> Result<(), DbErr
     .map(|_| ())
 }
 
-/// `len` bytes of letters and digits in no pattern a compressor could use
-/// (a fixed xorshift sequence), so an index must hold every byte.
+/// A fixed xorshift sequence from `seed`: values in no pattern a compressor
+/// (PostgreSQL compresses long index entries) could use.
+fn noise(seed: u64) -> impl Iterator<Item = usize> {
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    std::iter::repeat_with(move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state as usize
+    })
+}
+
+/// `len` bytes of letters and digits in no pattern.
 fn random_text(len: usize) -> String {
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            ALPHABET[(state % ALPHABET.len() as u64) as usize] as char
+    noise(1)
+        .take(len)
+        .map(|n| ALPHABET[n % ALPHABET.len()] as char)
+        .collect()
+}
+
+/// `bytes` (an even number) bytes of two-byte letters in no pattern, one in
+/// eight `İ`, which folds to three bytes; `seed` tells texts apart.
+fn random_letters(bytes: usize, seed: u64) -> String {
+    noise(seed)
+        .take(bytes / 2)
+        .map(|n| match n % 8 {
+            0 => 'İ',
+            _ => char::from_u32('А' as u32 + (n / 8 % 64) as u32).unwrap_or('Я'),
         })
         .collect()
 }
@@ -639,14 +657,12 @@ async fn a_nul_anywhere_in_an_upload_is_refused_naming_the_field() {
 async fn an_item_with_every_text_and_list_at_its_limit_merges() {
     let app = TestApp::spawn().await;
     let key = app.key("acme").await;
-    // `İ` takes two bytes and three once folded: the folded twins are at their longest.
-    let text = |bytes: usize, tag: usize| {
-        let tag = format!("{tag:04}");
-        "İ".repeat((bytes - tag.len()) / 2) + &tag
-    };
+    // Texts in no pattern, so no index entry is compressed below its size,
+    // with `İ`s that the folded twins lengthen.
+    let text = |bytes: usize, tag: usize| random_letters(bytes, tag as u64 + 1);
     let address = |path: &str| {
         let head = format!("https://ozon.ru/{path}/");
-        head.clone() + &"a".repeat(limits::URL - head.len())
+        head.clone() + &random_text(limits::URL - head.len())
     };
     let mut big = full_item();
     big["external_id"] = json!(text(limits::EXTERNAL_ID, 0));
