@@ -468,56 +468,49 @@ async fn each_upload_limit_passes_at_its_value_and_refuses_one_byte_or_entry_mor
     }
 
     let key_of = |len: usize| "к".repeat(len / 2) + &"k".repeat(len % 2);
-    let entries = |n: usize| -> Value {
+    let base = full_item();
+    let lists = [
+        ("category_path", limits::CATEGORY_LEVELS, json!("Чайники")),
+        (
+            "image_gallery",
+            limits::GALLERY,
+            json!("https://img.example/1.webp"),
+        ),
+        (
+            "video_gallery",
+            limits::GALLERY,
+            json!("https://video.example/1.mp4"),
+        ),
+        ("prices", limits::PRICES, base["prices"][0].clone()),
+        (
+            "special_price",
+            limits::PRICES,
+            base["special_price"][0].clone(),
+        ),
+    ];
+    let attributes = |n: usize| -> Value {
         (0..n)
             .map(|i| (format!("key {i}"), json!("value")))
             .collect::<Map<_, _>>()
             .into()
     };
-    let lists: Vec<(&str, &str, usize, Box<dyn Fn(usize) -> Value>)> = vec![
-        (
-            "category_path",
-            "category_path",
-            limits::CATEGORY_LEVELS,
-            Box::new(|n| json!(vec!["Чайники"; n])),
-        ),
-        (
-            "attributes",
+    let cases = lists
+        .into_iter()
+        .map(|(field, limit, entry)| {
+            let list = move |n: usize| Value::Array(vec![entry.clone(); n]);
+            (field, limit, list(limit), list(limit + 1))
+        })
+        .chain([(
             "attributes",
             limits::ATTRIBUTES,
-            Box::new(entries),
-        ),
-        (
-            "image_gallery",
-            "image_gallery",
-            limits::GALLERY,
-            Box::new(|n| json!(vec!["https://img.example/1.webp"; n])),
-        ),
-        (
-            "video_gallery",
-            "video_gallery",
-            limits::GALLERY,
-            Box::new(|n| json!(vec!["https://video.example/1.mp4"; n])),
-        ),
-        (
-            "prices",
-            "prices",
-            limits::PRICES,
-            Box::new(|n| json!(vec![full_item()["prices"][0].clone(); n])),
-        ),
-        (
-            "special_price",
-            "special_price",
-            limits::PRICES,
-            Box::new(|n| json!(vec![full_item()["special_price"][0].clone(); n])),
-        ),
-    ];
-    for (path, field, limit, list) in &lists {
+            attributes(limits::ATTRIBUTES),
+            attributes(limits::ATTRIBUTES + 1),
+        )]);
+    for (field, limit, at_limit, over) in cases {
         let (status, message) =
-            upload_second(&app, &key, with(full_item(), &[*path], list(*limit))).await;
+            upload_second(&app, &key, with(full_item(), &[field], at_limit)).await;
         assert_eq!(status, 202, "{field} with {limit} entries: {message}");
-        let (status, message) =
-            upload_second(&app, &key, with(full_item(), &[*path], list(limit + 1))).await;
+        let (status, message) = upload_second(&app, &key, with(full_item(), &[field], over)).await;
         assert_eq!(
             (status, message),
             (
