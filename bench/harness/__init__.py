@@ -1,6 +1,8 @@
 """The benchmark harness behind `bench/run`.
 
 main      orchestration and options
+testbed   what every run shares: build, database, servers, CPU under load
+compare   the current binary against an older one, taking turns
 machine   the machine's description and CPU pinning
 proc      child processes, CPU time and memory from /proc
 pg        PostgreSQL administration through psql

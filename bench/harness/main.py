@@ -7,6 +7,8 @@ that SQL with pgbench for the floor and EXPLAIN ANALYZE it; serve each
 target again with logging off, check every answer, then drive the set
 with wrk at 1 and 8 clients; measure memory, the merge pass and webhook
 delivery; report.
+With --baseline, a comparison instead (compare.py): one database, the
+current and an older binary measured in turn on a few queries.
 Everything the run creates is removed at the end, also when it fails.
 """
 
@@ -14,20 +16,14 @@ import argparse
 import contextlib
 import os
 import shlex
-import shutil
 import signal
 import sys
 import time
 
-from . import capture, cases, floor, load, machine, merge, peer, report, vitrina, webhooks
+from . import capture, cases, compare, floor, load, machine, merge, peer, report, vitrina, webhooks
 from .http import Request
-from .pg import Postgres
-from .proc import Failed, cpu_seconds, log, peak_rss_mb, run
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BENCH = os.path.join(REPO, "bench")
-# Where the PostgreSQL backends of each target are recognized.
-APPLICATION = {"vitrina-pg": "vitrina_bench", "postgraphile": "postgraphile_bench"}
+from .proc import Failed, log, peak_rss_mb, run
+from .testbed import APPLICATION, BENCH, REPO, Testbed
 
 
 def options(argv: list[str]) -> argparse.Namespace:
@@ -59,9 +55,38 @@ def options(argv: list[str]) -> argparse.Namespace:
                         help="keep the databases afterwards (their names are printed)")
     parser.add_argument("--no-readme", action="store_true",
                         help="print the tables only; leave bench/README.md alone")
+    comparison = parser.add_argument_group(
+        "comparison with an older binary",
+        "--baseline replaces the full run: on one PostgreSQL database, seeded by the "
+        "baseline and migrated forward by this run's build, each query is measured with "
+        "the baseline and the current binary in turn, a fresh server each time (warm-up, "
+        "then wrk at 8 clients with CPU read from /proc), for --rounds rounds; prints "
+        "server CPU per request and throughput, medians and ratios current / baseline. "
+        "bench/README.md is left alone.")
+    comparison.add_argument("--baseline", metavar="BINARY",
+                            help="the older vitrina binary to compare against, "
+                                 "e.g. a release build of an earlier commit")
+    comparison.add_argument("--rounds", type=int, default=3,
+                            help="turns of each binary on each query (default 3)")
+    comparison.add_argument("--queries", default=",".join(compare.QUERIES),
+                            help="comma-separated keys of the query set to compare "
+                                 f"(default {','.join(compare.QUERIES)})")
     opts = parser.parse_args(argv)
     if opts.smoke and opts.peer:
         parser.error("--smoke runs without the peer")
+    if opts.baseline:
+        if opts.peer:
+            parser.error("--baseline compares two Vitrina binaries, without the peer")
+        if not (os.path.isfile(opts.baseline) and os.access(opts.baseline, os.X_OK)):
+            parser.error(f"--baseline {opts.baseline}: not an executable file")
+        if opts.rounds < 1:
+            parser.error("--rounds must be at least 1")
+        opts.baseline = os.path.abspath(opts.baseline)
+    opts.queries = [key for key in opts.queries.split(",") if key]
+    unknown = [key for key in opts.queries if key not in compare.comparable()]
+    if unknown or not opts.queries:
+        parser.error(f"--queries: {', '.join(unknown) or 'no query'}: choose among "
+                     + ", ".join(compare.comparable()))
     smoke = opts.smoke
     opts.products = opts.products or (300 if smoke else 100_000)
     opts.duration = opts.duration or (1 if smoke else 10)
@@ -69,7 +94,7 @@ def options(argv: list[str]) -> argparse.Namespace:
     opts.merge_items = opts.merge_items or (200 if smoke else 2000)
     opts.webhook_sessions = opts.webhook_sessions or (20 if smoke else 400)
     opts.warmup = 0 if smoke else 2
-    opts.readme = not (smoke or opts.no_readme)
+    opts.readme = not (smoke or opts.no_readme or opts.baseline)
     opts.command = shlex.join(["bench/run", *argv])
     return opts
 
@@ -81,8 +106,8 @@ def main(argv: list[str]) -> int:
     started = time.monotonic()
     try:
         with contextlib.ExitStack() as cleanup:
-            results = Run(opts, cleanup).execute()
-        text = report.render(results)
+            results = (compare.Comparison if opts.baseline else Run)(opts, cleanup).execute()
+        text = (compare.render if opts.baseline else report.render)(results)
         print(text)
         if opts.readme:
             report.write_readme(os.path.join(BENCH, "README.md"), text)
@@ -100,13 +125,9 @@ def remove_sqlite(path: str) -> None:
             os.remove(name)
 
 
-class Run:
+class Run(Testbed):
     def __init__(self, opts: argparse.Namespace, cleanup: contextlib.ExitStack):
-        self.opts, self.cleanup = opts, cleanup
-        self.pin = machine.pinning()
-        self.pg = Postgres(opts.pg)
-        self.db = f"vitrina_bench_{os.getpid()}"
-        self.workdir = os.path.join(BENCH, ".work")
+        super().__init__(opts, cleanup)
         self.r: dict = {"options": opts, "machine": machine.describe(), "targets": {}}
 
     def execute(self) -> dict:
@@ -120,27 +141,17 @@ class Run:
 
     def prepare(self) -> None:
         opts = self.opts
-        for tool in ("psql", "pgbench", "pg_lsclusters", "taskset", "cargo"):
-            if not shutil.which(tool):
-                raise Failed(f"{tool} is not installed")
-        load.ensure_wrk()
-        shutil.rmtree(self.workdir, ignore_errors=True)
-        os.makedirs(self.workdir)
-        if self.pin.load is None:
-            log("warning: one CPU only; the load tool cannot get a core of its own")
-        self.binary = vitrina.build(REPO, opts.build)
+        super().prepare()
         self.r["pg_version"] = self.pg.version()
         self.r["commit"] = report.commit(REPO)
         if opts.peer:
             self.peer_cli = peer.install(os.path.join(BENCH, ".peer"))
             self.r["node"] = run(["node", "--version"]).strip()
 
-        self.pg.create(self.db)
         sqlite_file = os.path.join(self.workdir, "bench.db")
         if opts.keep:
-            log(f"keeping PostgreSQL database {self.db} and {sqlite_file} (until the next run)")
+            log(f"keeping {sqlite_file} (until the next run)")
         else:
-            self.cleanup.callback(self.pg.drop, self.db)
             self.cleanup.callback(remove_sqlite, sqlite_file)
         self.urls = {"vitrina-pg": self.pg.url(self.db, APPLICATION["vitrina-pg"]),
                      "vitrina-sqlite": f"sqlite://{sqlite_file}"}
@@ -155,12 +166,6 @@ class Run:
             # Makes today's snapshot now, so the servers' first job tick is idle.
             vitrina.jobs_run_once(self.binary, url)
             self.keys[name] = vitrina.create_key(self.binary, url)
-
-    def server(self, name: str, database_url: str):
-        server = vitrina.Server(name, self.binary, database_url, self.pin, self.workdir,
-                                self.opts.pool)
-        self.cleanup.callback(server.stop)
-        return server
 
     def postgraphile(self) -> peer.PostGraphile:
         server = peer.PostGraphile(self.peer_cli,
@@ -269,31 +274,11 @@ class Run:
             cases.expect(reference[rest]["ids"] == reference[graphql]["ids"],
                          f"{rest} and {graphql} answer different rows")
 
-    def cpu(self, name: str, server) -> tuple[float, dict[int, float]]:
-        application = APPLICATION.get(name)
-        backends = self.pg.backend_cpu(self.db, application) if application else {}
-        return cpu_seconds(server.pid), backends
-
     def measure(self, name: str, server, key: str | None, case_key: str, request) -> dict:
         """Median latency at 1 client; throughput and CPU per request at 8."""
-        run = dict(pinning=self.pin, workdir=self.workdir)
         tag = f"{name}.{case_key}"
-        if self.opts.warmup:
-            load.wrk(server.base, request, key, clients=8, seconds=self.opts.warmup,
-                     name=tag + ".warmup", **run)
+        self.warm_up(server, key, request, tag)
         one = load.wrk(server.base, request, key, clients=1, seconds=self.opts.duration,
-                       name=tag + ".c1", **run)
-        server_before, db_before = self.cpu(name, server)
-        eight = load.wrk(server.base, request, key, clients=8, seconds=self.opts.duration,
-                         name=tag + ".c8", **run)
-        server_after, db_after = self.cpu(name, server)
-        # Backends that appeared during the run count from zero.
-        db_cpu = sum(after - db_before.get(pid, 0.0) for pid, after in db_after.items())
-        server_cpu = server_after - server_before
-        return {
-            "p50_ms": one["p50_us"] / 1000,
-            "rps": eight["rps"],
-            "server_cpu_ms": server_cpu * 1000 / eight["requests"],
-            "db_cpu_ms": db_cpu * 1000 / eight["requests"],
-            "cpu_ms": (server_cpu + db_cpu) * 1000 / eight["requests"],
-        }
+                       pinning=self.pin, workdir=self.workdir, name=tag + ".c1")
+        return {"p50_ms": one["p50_us"] / 1000,
+                **self.throughput(server, APPLICATION.get(name), key, request, tag)}

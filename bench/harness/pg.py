@@ -19,18 +19,24 @@ class Postgres:
         self.port = str(parts.port or 5432)
         self.user = parts.username or "postgres"
 
-    def url(self, database: str, application: str | None = None) -> str:
+    def url(self, database: str, application: str | None = None,
+            search_path: str | None = None) -> str:
         """A connection URL for `database`, naming the client so that its
         backends can be told apart in pg_stat_activity. Every client of the
         run (Vitrina, PostGraphile, pgbench, psql) connects without TLS: over
         loopback it only adds cost, and the clients disagree on the default
         (libpq and sqlx negotiate TLS when the server offers it, node-postgres
-        does not), which would tilt the comparison."""
+        does not), which would tilt the comparison. A `search_path` is set
+        for the sessions through the startup `options`."""
         parts = urllib.parse.urlsplit(self.admin_url)
-        query = "sslmode=disable" + (f"&application_name={application}" if application else "")
-        return urllib.parse.urlunsplit(
-            (parts.scheme, parts.netloc, "/" + database, query, "")
-        )
+        query = {"sslmode": "disable"}
+        if application:
+            query["application_name"] = application
+        if search_path:
+            query["options"] = f"-c search_path={search_path}"
+        return urllib.parse.urlunsplit((parts.scheme, parts.netloc, "/" + database,
+                                        urllib.parse.urlencode(query, quote_via=urllib.parse.quote),
+                                        ""))
 
     def sql(self, statement: str, database: str | None = None) -> str:
         url = self.url(database) if database else self.admin_url

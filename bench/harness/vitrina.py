@@ -106,8 +106,14 @@ class Server(Service):
         self.process = spawn(pinning.wrap(pinning.servers, [binary, "serve"]),
                              env=env, out_path=self.out_path)
         self.base = ""
-        wait_for(name, self._listening, timeout=60, process=self.process)
-        wait_for(name, self._ready, timeout=30, process=self.process)
+        try:
+            wait_for(name, self._listening, timeout=60, process=self.process)
+            wait_for(name, self._ready, timeout=30, process=self.process)
+        except Failed as error:
+            self.stop()
+            with open(self.out_path, encoding="utf-8", errors="replace") as f:
+                tail = f.read()[-2000:]
+            raise Failed(f"{error}; the end of {self.out_path}:\n{tail}") from None
 
     def _listening(self) -> bool:
         with open(self.out_path, encoding="utf-8", errors="replace") as f:
