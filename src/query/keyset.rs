@@ -4,6 +4,7 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use chrono::Datelike;
 use sea_orm::sea_query::{Expr, SimpleExpr};
 use sea_orm::{
     ConnectionTrait, DbErr, EntityTrait, ExprTrait, FromQueryResult, IntoSimpleExpr, Order,
@@ -11,7 +12,7 @@ use sea_orm::{
 };
 use serde::{Serialize, de::DeserializeOwned};
 
-use super::QueryError;
+use super::{QueryError, check_text};
 
 /// Most rows one connection page may hold.
 pub const MAX_PAGE: u64 = 500;
@@ -32,14 +33,28 @@ pub trait Key: Serialize + DeserializeOwned + Clone {
         URL_SAFE_NO_PAD.encode(serde_json::to_vec(&(Self::LIST, self)).unwrap_or_default())
     }
 
-    fn decode(cursor: &str) -> Result<Self, QueryError> {
+    /// The key of `cursor`, the value of argument `name`, if the cursor is
+    /// one this kind of list produced. Opaque as it is, it comes from the
+    /// client: its text passes the rule of every text parameter, and its
+    /// times must lie in years 0 to 9999 (those RFC 3339 writes, within
+    /// every database's range), as the times of every row do.
+    fn decode(name: &str, cursor: &str) -> Result<Self, QueryError> {
+        check_text(name, cursor)?;
         URL_SAFE_NO_PAD
             .decode(cursor)
             .ok()
             .and_then(|bytes| serde_json::from_slice::<(String, Self)>(&bytes).ok())
-            .filter(|(list, _)| list == Self::LIST)
+            .filter(|(list, key)| list == Self::LIST && key.values().iter().all(storable))
             .map(|(_, key)| key)
-            .ok_or_else(|| QueryError::Invalid("the cursor is not one this list produced".into()))
+            .ok_or_else(|| QueryError::Invalid(format!("{name} is not a cursor of this list")))
+    }
+}
+
+/// Whether a cursor's value is one a row can hold.
+fn storable(value: &Value) -> bool {
+    match value {
+        Value::ChronoDateTimeUtc(Some(time)) => (0..=9999).contains(&time.year()),
+        _ => true,
     }
 }
 
@@ -74,8 +89,8 @@ impl<K: Key> Window<K> {
             }
         };
         let window = Window {
-            after: after.map(K::decode).transpose()?,
-            before: before.map(K::decode).transpose()?,
+            after: after.map(|c| K::decode("after", c)).transpose()?,
+            before: before.map(|c| K::decode("before", c)).transpose()?,
             first: size("first", first)?,
             last: size("last", last)?,
             peek: true,
@@ -181,5 +196,51 @@ impl<K: Key> Window<K> {
 
     fn size(&self) -> u64 {
         self.last.or(self.first).unwrap_or(DEFAULT_PAGE)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::query::products::ProductKey;
+    use crate::query::sessions::SubmissionKey;
+
+    fn cursor(json: &str) -> String {
+        URL_SAFE_NO_PAD.encode(json)
+    }
+
+    #[test]
+    fn a_cursor_decodes_only_to_a_key_its_list_can_hold() {
+        let key = ProductKey(chrono::Utc::now(), uuid::Uuid::new_v4());
+        assert!(ProductKey::decode("after", &key.encode()).is_ok());
+        for refused in [
+            cursor(
+                r#"["products",["+200000-01-01T00:00:00Z","00000000-0000-0000-0000-000000000000"]]"#,
+            ),
+            cursor(
+                r#"["products",["-0001-12-31T00:00:00Z","00000000-0000-0000-0000-000000000000"]]"#,
+            ),
+            cursor(
+                r#"["sessions",["2026-01-01T00:00:00Z","00000000-0000-0000-0000-000000000000"]]"#,
+            ),
+            cursor(&format!("{}1{}", "[".repeat(5000), "]".repeat(5000))),
+            "a\0b".into(),
+            "not base64!".into(),
+        ] {
+            match ProductKey::decode("after", &refused) {
+                Err(QueryError::Invalid(message)) => {
+                    assert!(message.starts_with("after "), "{message}")
+                }
+                other => panic!("{refused}: {other:?}"),
+            }
+        }
+        assert!(
+            SubmissionKey::decode("before", &cursor(r#"["submissions",9223372036854775807]"#))
+                .is_ok()
+        );
+        assert!(
+            SubmissionKey::decode("before", &cursor(r#"["submissions",9223372036854775808]"#))
+                .is_err()
+        );
     }
 }

@@ -61,8 +61,21 @@ impl Page {
         }
     }
 
-    pub fn offset(&self) -> u64 {
-        (self.page - 1).saturating_mul(self.page_size)
+    /// The rows before this page, when a database can skip that many: SQL's
+    /// `OFFSET` is a signed 64-bit integer. `None` for a page that starts
+    /// further on (any page number up to `u64::MAX` is valid): no list is that
+    /// long, so the page is empty and no statement needs to read it.
+    pub fn offset(&self) -> Option<u64> {
+        self.page
+            .saturating_sub(1)
+            .checked_mul(self.page_size)
+            .filter(|skip| i64::try_from(*skip).is_ok())
+    }
+
+    /// The rows before this page in a list of `total` rows; `None` when the
+    /// page starts past its end (it is empty, nothing needs reading).
+    pub fn offset_in(&self, total: u64) -> Option<u64> {
+        self.offset().filter(|skip| *skip < total)
     }
 }
 
@@ -77,6 +90,50 @@ impl Default for Page {
 
 /// Longest value accepted by the `*_contains` filters, in characters.
 pub const MAX_CONTAINS_LEN: usize = 200;
+
+/// Longest text parameter (a filter, a lookup value, a cursor), in
+/// characters. No stored text a parameter is compared with is longer (the
+/// longest, URLs, hold 2,048 bytes once normalized), nor is any cursor. Part
+/// of the API's contract (the OpenAPI document states it as `maxLength`), so
+/// a constant rather than a setting.
+pub const MAX_TEXT_LEN: usize = 2048;
+
+/// The rule every text parameter and argument passes before it reaches the
+/// database: no NUL (PostgreSQL text cannot hold one) and at most
+/// [`MAX_TEXT_LEN`] characters. `name` is the parameter, for the message.
+/// Allocates nothing for a valid value.
+pub fn check_text(name: &str, value: &str) -> Result<(), QueryError> {
+    if value.as_bytes().contains(&0) {
+        return Err(QueryError::Invalid(format!(
+            "{name} must not contain a NUL character"
+        )));
+    }
+    check_length(name, value, MAX_TEXT_LEN)
+}
+
+/// `value` holds at most `max` characters.
+pub fn check_length(name: &str, value: &str, max: usize) -> Result<(), QueryError> {
+    // Characters never outnumber bytes: only a long value is counted.
+    if value.len() <= max {
+        return Ok(());
+    }
+    match value.chars().count() {
+        chars if chars > max => Err(QueryError::Invalid(format!(
+            "{name} must be at most {max} characters long, not {chars}"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Every given value of `texts` (parameter name, value) passes [`check_text`].
+fn check_texts(texts: &[(&str, &Option<String>)]) -> Result<(), QueryError> {
+    for (name, value) in texts {
+        if let Some(value) = value {
+            check_text(name, value)?;
+        }
+    }
+    Ok(())
+}
 
 /// A `LIKE` pattern matching `folded` anywhere, with wildcards in it escaped.
 fn contains_pattern(folded: &str) -> LikeExpr {
@@ -100,5 +157,50 @@ pub fn one_of(db: &impl ConnectionTrait, column: impl ColumnTrait, ids: &[Uuid])
     match db.get_database_backend() {
         DbBackend::Postgres => column.eq_any(ids.iter().copied()),
         _ => column.is_in(ids.iter().copied()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_page_past_what_sql_can_skip_has_no_offset() {
+        let page = |page, page_size| Page { page, page_size };
+        assert_eq!(page(1, 500).offset(), Some(0));
+        assert_eq!(page(3, 100).offset(), Some(200));
+        // The last offset SQL takes, then one past it.
+        let last = i64::MAX as u64;
+        assert_eq!(page(last + 1, 1).offset(), Some(last));
+        assert_eq!(page(last + 2, 1).offset(), None);
+        assert_eq!(page(last / 500 + 2, 500).offset(), None);
+        assert_eq!(page(u64::MAX, 500).offset(), None);
+        assert_eq!(page(0, 100).offset(), Some(0), "never below the first page");
+        assert_eq!(page(2, 10).offset_in(11), Some(10));
+        assert_eq!(page(2, 10).offset_in(10), None, "starts at the end");
+    }
+
+    #[test]
+    fn text_parameters_refuse_nul_and_more_than_the_limit_in_characters() {
+        let refused = |value: &str| match check_text("brand", value) {
+            Err(QueryError::Invalid(message)) => Some(message),
+            _ => None,
+        };
+        assert_eq!(
+            refused("a\0b").as_deref(),
+            Some("brand must not contain a NUL character")
+        );
+        assert_eq!(
+            refused(&"я".repeat(MAX_TEXT_LEN)),
+            None,
+            "bytes are not counted"
+        );
+        assert_eq!(refused(&"😀".repeat(MAX_TEXT_LEN)), None);
+        assert_eq!(
+            refused(&"a".repeat(MAX_TEXT_LEN + 1)).as_deref(),
+            Some("brand must be at most 2048 characters long, not 2049")
+        );
+        assert_eq!(refused(""), None);
+        assert_eq!(refused("\u{202e}\u{301}%_\\'\""), None);
     }
 }

@@ -10,7 +10,7 @@ use sea_orm::{
 use uuid::Uuid;
 
 use super::keyset::{self, Key, Slice, Window};
-use super::{Page, QueryError};
+use super::{Page, QueryError, check_texts};
 use crate::text;
 
 /// Filters of the price history, combined with AND; `from` and `to` are inclusive.
@@ -25,7 +25,16 @@ pub struct PriceHistoryFilter {
 }
 
 impl PriceHistoryFilter {
+    /// Texts pass [`check_text`](super::check_text); `from` is not after `to`.
     pub fn validate(&self) -> Result<(), QueryError> {
+        let PriceHistoryFilter {
+            country_code,
+            region_code,
+            user_auth_status: _,
+            from: _,
+            to: _,
+        } = self;
+        check_texts(&[("country_code", country_code), ("region_code", region_code)])?;
         match (self.from, self.to) {
             (Some(from), Some(to)) if from > to => {
                 Err(QueryError::Invalid("from must not be after to".into()))
@@ -77,10 +86,13 @@ pub async fn history(
     }
     let select = price_observation::Entity::find().filter(filter.condition(product_id));
     let total = select.clone().count(db).await?;
+    let Some(skip) = page.offset_in(total) else {
+        return Ok((Vec::new(), total));
+    };
     let rows = select
         .order_by_desc(price_observation::Column::RecordedAt)
         .order_by_desc(price_observation::Column::Id)
-        .offset(page.offset())
+        .offset(skip)
         .limit(page.page_size)
         .all(db)
         .await?;

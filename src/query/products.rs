@@ -18,7 +18,9 @@ use uuid::Uuid;
 
 use super::children::{Columns, List};
 use super::keyset::{Key, Slice, Window};
-use super::{MAX_CONTAINS_LEN, Page, QueryError, contains_pattern, prices};
+use super::{
+    MAX_CONTAINS_LEN, Page, QueryError, check_length, check_texts, contains_pattern, prices,
+};
 use crate::text;
 
 /// The filters of products (REST `GET /v1/products`, GraphQL `products`),
@@ -53,16 +55,38 @@ fn given(value: &Option<String>) -> Option<&str> {
 }
 
 impl ProductFilter {
-    /// Checks the documented length limits.
+    /// Checks every text against the rule of text parameters
+    /// ([`check_text`](super::check_text)) and the `*_contains` length limit.
+    /// Destructured whole, so a new field cannot miss its check.
     pub fn validate(&self) -> Result<(), QueryError> {
+        let ProductFilter {
+            marketplace: _,
+            seller_id,
+            seller_code,
+            seller_code_contains,
+            external_id,
+            url,
+            category,
+            brand,
+            name_contains,
+            trust_status: _,
+        } = self;
+        check_texts(&[
+            ("seller_id", seller_id),
+            ("seller_code", seller_code),
+            ("seller_code_contains", seller_code_contains),
+            ("external_id", external_id),
+            ("url", url),
+            ("category", category),
+            ("brand", brand),
+            ("name_contains", name_contains),
+        ])?;
         for (name, value) in [
-            ("seller_code_contains", &self.seller_code_contains),
-            ("name_contains", &self.name_contains),
+            ("seller_code_contains", seller_code_contains),
+            ("name_contains", name_contains),
         ] {
-            if given(value).is_some_and(|v| v.chars().count() > MAX_CONTAINS_LEN) {
-                return Err(QueryError::Invalid(format!(
-                    "{name} must be at most {MAX_CONTAINS_LEN} characters long"
-                )));
+            if let Some(value) = value {
+                check_length(name, value, MAX_CONTAINS_LEN)?;
             }
         }
         Ok(())
@@ -518,10 +542,11 @@ pub async fn list(
 ) -> Result<(Vec<ProductView>, bool), QueryError> {
     filter.validate()?;
     let select = match page.offset() {
-        0 => filter.select(),
+        None => return Ok((Vec::new(), false)),
+        Some(0) => filter.select(),
         // A deep page skips its offset over the ids alone (an index-only
         // scan where the filter has an index), then reads its own rows.
-        skip => newest_first(
+        Some(skip) => newest_first(
             product::Entity::find()
                 .filter(product::Column::Id.in_subquery(filter.page_ids(skip, page.page_size + 1))),
         ),

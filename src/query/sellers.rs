@@ -8,7 +8,7 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
-use super::QueryError;
+use super::{QueryError, check_texts};
 use crate::text;
 
 /// Identifying parameters of a seller lookup: at least one of tin; psrn; url;
@@ -40,9 +40,23 @@ fn given(value: &Option<String>) -> Option<&str> {
 }
 
 impl SellerLookup {
-    /// At least one identifying parameter is required: tin; psrn; url; or
-    /// marketplace together with seller_id.
+    /// Every text passes [`check_text`](super::check_text), and at least one
+    /// identifying parameter is given: tin; psrn; url; or marketplace
+    /// together with seller_id.
     pub fn validate(&self) -> Result<(), QueryError> {
+        let SellerLookup {
+            tin,
+            psrn,
+            url,
+            marketplace: _,
+            seller_id,
+        } = self;
+        check_texts(&[
+            ("tin", tin),
+            ("psrn", psrn),
+            ("url", url),
+            ("seller_id", seller_id),
+        ])?;
         let pair = self.marketplace.is_some() && given(&self.seller_id).is_some();
         if given(&self.tin).is_none()
             && given(&self.psrn).is_none()

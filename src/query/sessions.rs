@@ -149,10 +149,13 @@ pub async fn list_for_account(
     let select =
         scrape_session::Entity::find().filter(scrape_session::Column::AccountId.eq(account_id));
     let total = select.clone().count(db).await?;
+    let Some(skip) = page.offset_in(total) else {
+        return Ok((Vec::new(), total));
+    };
     let sessions = select
         .order_by_desc(scrape_session::Column::CreatedAt)
         .order_by_desc(scrape_session::Column::Id)
-        .offset(page.offset())
+        .offset(skip)
         .limit(page.page_size)
         .all(db)
         .await?;
@@ -179,9 +182,12 @@ pub async fn entries_for_account(
     owned_session(db, account_id, session_id).await?;
     let select = submission::Entity::find().filter(submission::Column::SessionId.eq(session_id));
     let total = select.clone().count(db).await?;
+    let Some(skip) = page.offset_in(total) else {
+        return Ok((Vec::new(), total));
+    };
     let submissions = select
         .order_by_asc(submission::Column::Id)
-        .offset(page.offset())
+        .offset(skip)
         .limit(page.page_size)
         .all(db)
         .await?;

@@ -5,10 +5,13 @@ use std::sync::OnceLock;
 
 use axum::http::header;
 use axum::response::IntoResponse;
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::{Schema, SchemaType, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{catalog, products, scrapes, sellers};
+use crate::query::MAX_TEXT_LEN;
 
 /// Declares the `bearerAuth` security scheme.
 pub struct BearerAuth;
@@ -20,6 +23,46 @@ impl Modify for BearerAuth {
             "bearerAuth",
             SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
         );
+    }
+}
+
+/// Documents the rule every text parameter passes (see `params.rs`): a
+/// plain string parameter without a limit of its own gets `maxLength`
+/// [`MAX_TEXT_LEN`], and the description says the rest.
+pub struct TextParameters;
+
+impl Modify for TextParameters {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let rule = format!(
+            " Text parameters are UTF-8 without NUL and at most {MAX_TEXT_LEN} characters long \
+            (`maxLength`); any other is 400 invalid_parameter. A page number too large for 64 bits \
+            reads as {}; a page past the end of a list is empty.",
+            u64::MAX
+        );
+        openapi
+            .info
+            .description
+            .get_or_insert_with(String::new)
+            .push_str(&rule);
+        let operations = openapi
+            .paths
+            .paths
+            .values_mut()
+            .flat_map(|item| &mut item.get);
+        let parameters = operations.flat_map(|op| op.parameters.iter_mut().flatten());
+        for parameter in parameters {
+            if let Some(RefOr::T(Schema::Object(schema))) = &mut parameter.schema {
+                let plain = schema.format.is_none() && schema.enum_values.is_none();
+                let string = match &schema.schema_type {
+                    SchemaType::Type(t) => *t == Type::String,
+                    SchemaType::Array(types) => types.contains(&Type::String),
+                    SchemaType::AnyValue => false,
+                };
+                if plain && string && schema.max_length.is_none() {
+                    schema.max_length = Some(MAX_TEXT_LEN);
+                }
+            }
+        }
     }
 }
 
@@ -38,7 +81,7 @@ impl Modify for BearerAuth {
         products::list, products::get, products::price_history, sellers::find,
         catalog::categories, catalog::brands, scrapes::list, scrapes::get, scrapes::products,
     ),
-    modifiers(&BearerAuth),
+    modifiers(&BearerAuth, &TextParameters),
 )]
 pub struct ApiDoc;
 

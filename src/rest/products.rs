@@ -10,9 +10,10 @@ use super::dto::{
     HasMoreMeta, PriceHistoryPage, PriceObservation, Product, ProductEnvelope, ProductPage,
     TotalMeta,
 };
-use super::params::{self, Params, PathId, given, names, one_of};
+use super::params::{self, Params, PathId, names, one_of};
 use crate::http::ApiError;
 use crate::http::error::ErrorBody;
+use crate::query::Page;
 use crate::query::prices::{self, PriceHistoryFilter};
 use crate::query::products::{self, ProductFilter};
 use crate::server::AppState;
@@ -46,10 +47,10 @@ pub struct ProductsQuery {
     trust_status: Option<String>,
     /// Page number from 1; invalid values fall back to 1.
     #[param(value_type = Option<u64>, minimum = 1)]
-    page: Option<String>,
+    page: Option<u64>,
     /// 1..500; invalid values fall back to 100.
     #[param(value_type = Option<u64>, minimum = 1, maximum = 500)]
-    page_size: Option<String>,
+    page_size: Option<u64>,
 }
 
 /// Products matching the filters, newest first (`first_seen_at` desc, then id).
@@ -69,21 +70,21 @@ pub async fn list(
             q.marketplace,
             &names(Marketplace::ALL, Marketplace::as_str),
         )?,
-        seller_id: given(q.seller_id),
-        seller_code: given(q.seller_code),
-        seller_code_contains: given(q.seller_code_contains),
-        external_id: given(q.external_id),
-        url: given(q.url),
-        category: given(q.category),
-        brand: given(q.brand),
-        name_contains: given(q.name_contains),
+        seller_id: q.seller_id,
+        seller_code: q.seller_code,
+        seller_code_contains: q.seller_code_contains,
+        external_id: q.external_id,
+        url: q.url,
+        category: q.category,
+        brand: q.brand,
+        name_contains: q.name_contains,
         trust_status: one_of(
             "trust_status",
             q.trust_status,
             &names(TrustStatus::ALL, TrustStatus::as_str),
         )?,
     };
-    let page = params::page(q.page, q.page_size);
+    let page = Page::clamped(q.page, q.page_size);
     let (views, has_more) = products::list(&state.db, &filter, page).await?;
     Ok(Json(ProductPage {
         data: views.into_iter().map(Product::from).collect(),
@@ -128,9 +129,9 @@ pub struct PriceHistoryQuery {
     #[param(value_type = Option<chrono::DateTime<chrono::Utc>>)]
     to: Option<String>,
     #[param(value_type = Option<u64>, minimum = 1)]
-    page: Option<String>,
+    page: Option<u64>,
     #[param(value_type = Option<u64>, minimum = 1, maximum = 500)]
-    page_size: Option<String>,
+    page_size: Option<u64>,
 }
 
 /// The full price and stock history of one product, newest first.
@@ -148,8 +149,8 @@ pub async fn price_history(
 ) -> Result<Json<PriceHistoryPage>, ApiError> {
     let id = params::uuid(&id)?;
     let filter = PriceHistoryFilter {
-        country_code: given(q.country_code),
-        region_code: given(q.region_code),
+        country_code: q.country_code,
+        region_code: q.region_code,
         user_auth_status: one_of(
             "user_auth_status",
             q.user_auth_status,
@@ -158,7 +159,7 @@ pub async fn price_history(
         from: params::date_time("from", q.from)?,
         to: params::date_time("to", q.to)?,
     };
-    let page = params::page(q.page, q.page_size);
+    let page = Page::clamped(q.page, q.page_size);
     let (rows, total) = prices::history(&state.db, id, &filter, page).await?;
     Ok(Json(PriceHistoryPage {
         data: rows.into_iter().map(PriceObservation::from).collect(),

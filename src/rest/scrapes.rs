@@ -16,16 +16,16 @@ use crate::accounts::Caller;
 use crate::http::ApiError;
 use crate::http::error::ErrorBody;
 use crate::limits::{QuotaOutcome, quota};
-use crate::query::sessions;
+use crate::query::{Page, sessions};
 use crate::server::AppState;
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct PageQuery {
     #[param(value_type = Option<u64>, minimum = 1)]
-    page: Option<String>,
+    page: Option<u64>,
     #[param(value_type = Option<u64>, minimum = 1, maximum = 500)]
-    page_size: Option<String>,
+    page_size: Option<u64>,
 }
 
 /// The caller's scrape sessions, most recent first.
@@ -37,7 +37,7 @@ pub async fn list(
     Extension(caller): Extension<Caller>,
     Params(q): Params<PageQuery>,
 ) -> Result<Json<SessionPage>, ApiError> {
-    let page = params::page(q.page, q.page_size);
+    let page = Page::clamped(q.page, q.page_size);
     let (views, total) = sessions::list_for_account(&state.db, caller.account_id, page).await?;
     Ok(Json(SessionPage {
         data: views.into_iter().map(ScrapeSession::from).collect(),
@@ -85,7 +85,7 @@ pub async fn products(
     Params(q): Params<PageQuery>,
 ) -> Result<Response, ApiError> {
     let id = params::uuid(&id)?;
-    let page = params::page(q.page, q.page_size);
+    let page = Page::clamped(q.page, q.page_size);
     let (entries, total) =
         sessions::entries_for_account(&state.db, caller.account_id, id, page).await?;
     let rows = entries.iter().filter(|e| e.product.is_some()).count() as i64;

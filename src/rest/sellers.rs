@@ -7,7 +7,7 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use super::dto::{Seller, SellerList};
-use super::params::{Params, given, names, one_of};
+use super::params::{Params, names, one_of};
 use crate::http::ApiError;
 use crate::http::error::ErrorBody;
 use crate::query::sellers::{self, SellerLookup};
@@ -42,15 +42,15 @@ pub async fn find(
     Params(q): Params<SellersQuery>,
 ) -> Result<Json<SellerList>, ApiError> {
     let lookup = SellerLookup {
-        tin: given(q.tin),
-        psrn: given(q.psrn),
-        url: given(q.url),
+        tin: q.tin,
+        psrn: q.psrn,
+        url: q.url,
         marketplace: one_of(
             "marketplace",
             q.marketplace,
             &names(Marketplace::ALL, Marketplace::as_str),
         )?,
-        seller_id: given(q.seller_id),
+        seller_id: q.seller_id,
     };
     let found = sellers::find(&state.db, &lookup).await?;
     Ok(Json(SellerList {
