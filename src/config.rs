@@ -52,6 +52,9 @@ pub struct ServeConfig {
 
     #[command(flatten)]
     pub webhooks: WebhookConfig,
+
+    #[command(flatten)]
+    pub http: HttpConfig,
 }
 
 /// GraphQL limits and GraphiQL.
@@ -180,6 +183,71 @@ impl Default for WebhookConfig {
     }
 }
 
+/// Bounds on client connections, so that slow or silent clients cannot hold
+/// the server's sockets (see `server::connections`).
+#[derive(Debug, Clone, Args)]
+pub struct HttpConfig {
+    /// Milliseconds a client has to send a request's headers: counted from
+    /// the connection's accept for its first request, from the first byte of
+    /// each later one. Then the connection is closed.
+    #[arg(
+        long,
+        env = "VITRINA_HTTP_HEADER_TIMEOUT_MS",
+        default_value_t = 10_000,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub http_header_timeout_ms: u64,
+
+    /// Milliseconds a request body may take, plus one second for every
+    /// `--http-body-min-rate` bytes received; a slower body is answered 408
+    /// `request_timeout` and its connection closed.
+    #[arg(
+        long,
+        env = "VITRINA_HTTP_BODY_TIMEOUT_MS",
+        default_value_t = 30_000,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub http_body_timeout_ms: u64,
+
+    /// Bytes a second a long request body must average (0: the whole body
+    /// must arrive within the body timeout).
+    #[arg(long, env = "VITRINA_HTTP_BODY_MIN_RATE", default_value_t = 8 * 1024)]
+    pub http_body_min_rate: u64,
+
+    /// Milliseconds a connection may make no progress: kept alive between
+    /// requests, or unable to send its response to a client that does not
+    /// read it. WebSockets keep themselves alive and are not bounded by it.
+    #[arg(
+        long,
+        env = "VITRINA_HTTP_IDLE_TIMEOUT_MS",
+        default_value_t = 60_000,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub http_idle_timeout_ms: u64,
+
+    /// Most client connections (WebSockets included) open at once; the next
+    /// waits to be accepted until one closes [default: 4096, or the open-file
+    /// limit (`ulimit -n`) less 256 when that is lower].
+    #[arg(
+        long,
+        env = "VITRINA_HTTP_MAX_CONNECTIONS",
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub http_max_connections: Option<u64>,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            http_header_timeout_ms: 10_000,
+            http_body_timeout_ms: 30_000,
+            http_body_min_rate: 8 * 1024,
+            http_idle_timeout_ms: 60_000,
+            http_max_connections: None,
+        }
+    }
+}
+
 /// Everything a running server needs besides the database and the clock.
 #[derive(Debug, Clone, Default)]
 pub struct Settings {
@@ -187,6 +255,7 @@ pub struct Settings {
     pub graphql: GraphqlConfig,
     pub jobs: JobsConfig,
     pub webhooks: WebhookConfig,
+    pub http: HttpConfig,
 }
 
 impl ServeConfig {
@@ -199,6 +268,7 @@ impl ServeConfig {
             graphql: self.graphql.clone(),
             jobs: self.jobs.clone(),
             webhooks: self.webhooks.clone(),
+            http: self.http.clone(),
         }
     }
 

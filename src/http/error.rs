@@ -36,6 +36,12 @@ pub enum ApiError {
     InvalidBody(String),
     /// A request body over the size bound.
     PayloadTooLarge,
+    /// A request body slower than the minimum rate; its connection is closed.
+    RequestTimeout {
+        received_bytes: u64,
+        after_ms: u64,
+        allowed_ms: u64,
+    },
     /// The request conflicts with the account's state, e.g. the subscription cap.
     Conflict {
         code: &'static str,
@@ -62,6 +68,7 @@ impl ApiError {
             ApiError::MethodNotAllowed { .. } => "method_not_allowed",
             ApiError::InvalidBody(_) => "invalid_body",
             ApiError::PayloadTooLarge => "payload_too_large",
+            ApiError::RequestTimeout { .. } => "request_timeout",
             ApiError::Conflict { code, .. } => code,
             ApiError::RateLimited { .. } => "rate_limited",
             ApiError::QuotaExceeded { .. } => "quota_exceeded",
@@ -76,6 +83,7 @@ impl ApiError {
             | ApiError::InvalidParameter(_)
             | ApiError::InvalidBody(_) => StatusCode::BAD_REQUEST,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::RequestTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
@@ -99,6 +107,15 @@ impl ApiError {
             ApiError::PayloadTooLarge => {
                 "The request body is larger than this endpoint accepts.".into()
             }
+            ApiError::RequestTimeout {
+                received_bytes,
+                after_ms,
+                allowed_ms,
+            } => format!(
+                "The request body arrived too slowly: {received_bytes} bytes in {after_ms} ms, \
+                 where {allowed_ms} ms were allowed for them (VITRINA_HTTP_BODY_TIMEOUT_MS plus \
+                 1 s per VITRINA_HTTP_BODY_MIN_RATE bytes)."
+            ),
             ApiError::NotFound => "The requested resource does not exist.".into(),
             ApiError::MethodNotAllowed { allow: Some(allow) } => {
                 format!("Only {allow} is allowed here.")
@@ -203,6 +220,9 @@ impl IntoResponse for ApiError {
             }
             ApiError::RateLimited { retry_after } | ApiError::QuotaExceeded { retry_after } => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+            }
+            ApiError::RequestTimeout { .. } => {
+                headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
             }
             _ => {}
         }

@@ -1,5 +1,6 @@
 //! Layers every response passes through: request ids, structured access
-//! logs, compression when the client asks for it, and a bound on request bodies.
+//! logs, compression when the client asks for it, and bounds on request
+//! bodies (size and pace).
 
 use std::time::Duration;
 
@@ -13,6 +14,9 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::trace::TraceLayer;
 use tracing::Span;
 
+use super::body_rate::{self, BodyRate};
+use crate::config::HttpConfig;
+
 /// Request bodies above this are refused with 413 `payload_too_large`; the
 /// largest body any endpoint takes is a scrape upload.
 pub const MAX_BODY_BYTES: usize = 8 << 20;
@@ -21,8 +25,12 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// Wraps the router. Layers added last run first: a request id is set (or the
 /// client's kept), logged with the request, and echoed in the response.
-pub fn apply(router: Router) -> Router {
+pub fn apply(router: Router, http: &HttpConfig) -> Router {
     router
+        .layer(axum::middleware::from_fn_with_state(
+            BodyRate::new(http),
+            body_rate::enforce,
+        ))
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
         .layer(axum::middleware::map_response(json_payload_too_large))
         .layer(CompressionLayer::new())

@@ -1,7 +1,9 @@
 //! The HTTP application: shared state, the one route table, and serving.
 
+mod body_rate;
+pub mod connections;
 mod health;
-mod middleware;
+pub mod middleware;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -62,22 +64,22 @@ pub fn router(state: AppState) -> Router {
         .nest("/v1", crate::rest::router(state.clone()))
         .merge(crate::graphql::router(&state.settings.graphql))
         .nest("/extension/v1", crate::extension::router(state.clone()))
-        .fallback(not_found)
-        .with_state(state);
-    middleware::apply(routes)
+        .fallback(not_found);
+    let http = state.settings.http.clone();
+    middleware::apply(routes.with_state(state), &http)
 }
 
 async fn not_found() -> ApiError {
     ApiError::NotFound
 }
 
-/// Serves until `shutdown` resolves, then finishes in-flight requests.
+/// Serves until `shutdown` resolves, then finishes in-flight requests; every
+/// connection is bounded as [`connections`] describes.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown)
-        .await
+    let http = state.settings.http.clone();
+    connections::serve(listener, router(state), &http, shutdown).await
 }

@@ -1,0 +1,474 @@
+//! Serving HTTP/1 connections with bounds, which `axum::serve` has none of: a
+//! cap on open connections, and deadlines that close a connection making no
+//! progress. A connection is always in one phase:
+//!
+//! - head: a request's headers are arriving. They must be complete within the
+//!   header timeout, counted from the accept for the first request and from
+//!   its first byte for each later one;
+//! - idle: kept alive between requests, closed after the idle timeout;
+//! - busy: a request is being served. Its body is paced by
+//!   [`super::body_rate`]; its response, if the client stops reading it, by
+//!   the idle timeout.
+//!
+//! hyper's own `header_read_timeout` is not used: it starts whenever hyper
+//! waits for a head (`poll_read_head` in hyper's proto/h1/conn.rs), which after
+//! a response is at once (`State::idle` sets `notify_read`), so it would close
+//! every kept-alive connection after the header timeout, leaving no idle
+//! timeout of its own.
+//!
+//! Once a connection is upgraded to a WebSocket, the socket belongs to the
+//! WebSocket, which keeps itself alive: no deadline applies to it any more,
+//! but it keeps its place under the cap until it closes.
+
+use std::convert::Infallible;
+use std::future::{Future, poll_fn};
+use std::io;
+use std::pin::{Pin, pin};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::http::{Request, Response};
+use hyper::body::{Frame, Incoming, SizeHint};
+use hyper::server::conn::http1;
+use hyper_util::rt::TokioIo;
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio::time::{Instant, sleep_until};
+
+use crate::config::HttpConfig;
+
+/// Connections served at once when `VITRINA_HTTP_MAX_CONNECTIONS` is not set
+/// (fewer when the open-file limit is lower).
+pub const DEFAULT_MAX_CONNECTIONS: u64 = 4096;
+
+/// File descriptors kept out of the connection cap for everything else: the
+/// database pool, SQLite's files, webhook deliveries, logs.
+pub const RESERVED_DESCRIPTORS: u64 = 256;
+
+/// How long accepting pauses after an error that is not the client's, such as
+/// running out of file descriptors (`EMFILE`): the pending connection stays
+/// queued, so retrying at once would spin.
+const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
+
+/// Serves `router` on `listener` until `shutdown` resolves; then stops
+/// accepting, lets every connection finish its request in flight, and returns.
+/// Refuses to start when the connection cap does not fit the open-file limit.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    config: &HttpConfig,
+    shutdown: impl Future<Output = ()> + Send,
+) -> io::Result<()> {
+    let cap = connection_cap(config.http_max_connections, open_file_limit())?;
+    tracing::info!(max_connections = cap, "serving HTTP");
+    let slots = Arc::new(Semaphore::new(cap));
+    let deadlines = Deadlines {
+        header: Duration::from_millis(config.http_header_timeout_ms),
+        idle: Duration::from_millis(config.http_idle_timeout_ms),
+    };
+    let (stop, _) = watch::channel(false);
+    let mut shutdown = pin!(shutdown);
+    loop {
+        let (stream, slot) = tokio::select! {
+            biased;
+            () = &mut shutdown => break,
+            accepted = accept(&listener, &slots) => accepted,
+        };
+        tokio::spawn(serve_connection(
+            stream,
+            slot,
+            router.clone(),
+            deadlines,
+            stop.subscribe(),
+        ));
+    }
+    drop(listener);
+    stop.send_replace(true);
+    // Every connection task holds a receiver until its connection ends.
+    stop.closed().await;
+    Ok(())
+}
+
+/// The next connection, once a slot under the cap is free: until then new
+/// connections wait in the listen backlog.
+async fn accept(
+    listener: &TcpListener,
+    slots: &Arc<Semaphore>,
+) -> (TcpStream, OwnedSemaphorePermit) {
+    let slot = slots
+        .clone()
+        .acquire_owned()
+        .await
+        .expect("the connection semaphore is never closed");
+    let mut failing = false;
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => {
+                if failing {
+                    tracing::warn!("accepting connections again");
+                }
+                return (stream, slot);
+            }
+            // The client gave up before it was accepted.
+            Err(e) if is_client_error(&e) => {}
+            Err(e) => {
+                if !failing {
+                    tracing::error!(error = %e, "cannot accept connections; retrying every {} ms", ACCEPT_PAUSE.as_millis());
+                    failing = true;
+                }
+                tokio::time::sleep(ACCEPT_PAUSE).await;
+            }
+        }
+    }
+}
+
+fn is_client_error(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionRefused
+    )
+}
+
+/// The soft open-file limit (`ulimit -n`); `None` when unlimited.
+fn open_file_limit() -> Option<u64> {
+    rustix::process::getrlimit(rustix::process::Resource::Nofile).current
+}
+
+/// How many connections may be open at once: the configured cap, or the
+/// default, either under the open-file limit less the reserved descriptors.
+fn connection_cap(configured: Option<u64>, open_files: Option<u64>) -> io::Result<usize> {
+    let room = open_files.map(|limit| limit.saturating_sub(RESERVED_DESCRIPTORS));
+    let cap = match (configured, room) {
+        (Some(cap), Some(room)) if cap > room => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "VITRINA_HTTP_MAX_CONNECTIONS is {cap}, but the open-file limit (ulimit -n) of {} \
+                     leaves room for {room} connections ({RESERVED_DESCRIPTORS} descriptors are kept \
+                     for the database, files and webhooks)",
+                    open_files.unwrap_or_default()
+                ),
+            ));
+        }
+        (Some(cap), _) => cap,
+        (None, room) => room.map_or(DEFAULT_MAX_CONNECTIONS, |room| {
+            room.min(DEFAULT_MAX_CONNECTIONS)
+        }),
+    };
+    if cap == 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "the open-file limit (ulimit -n) of {} leaves no room for connections \
+                 ({RESERVED_DESCRIPTORS} descriptors are kept for the database, files and webhooks)",
+                open_files.unwrap_or_default()
+            ),
+        ));
+    }
+    Ok(usize::try_from(cap).map_or(Semaphore::MAX_PERMITS, |cap| {
+        cap.min(Semaphore::MAX_PERMITS)
+    }))
+}
+
+/// One connection, from accept to close.
+async fn serve_connection(
+    stream: TcpStream,
+    slot: OwnedSemaphorePermit,
+    router: Router,
+    deadlines: Deadlines,
+    mut stop: watch::Receiver<bool>,
+) {
+    let progress = Arc::new(Progress::new(deadlines));
+    let io = TokioIo::new(Watched {
+        stream,
+        progress: progress.clone(),
+        _slot: slot,
+    });
+    let service = Service {
+        router: TowerToHyperService::new(router),
+        progress: progress.clone(),
+    };
+    let mut connection = pin!(
+        http1::Builder::new()
+            .serve_connection(io, service)
+            .with_upgrades()
+    );
+    let mut stopped = pin!(stop.wait_for(|stop| *stop));
+    let mut stopping = false;
+    let mut timer = pin!(sleep_until(Instant::now() + deadlines.header));
+    // Every phase change happens while the connection is polled, so the
+    // deadline is looked at again after each poll.
+    let ended = poll_fn(|cx| {
+        if !stopping && stopped.as_mut().poll(cx).is_ready() {
+            stopping = true;
+            connection.as_mut().graceful_shutdown();
+        }
+        if let Poll::Ready(served) = connection.as_mut().poll(cx) {
+            return Poll::Ready(served.map_err(|e| e.to_string()));
+        }
+        let Some((deadline, phase)) = progress.deadline() else {
+            return Poll::Pending;
+        };
+        if timer.deadline() != deadline {
+            timer.as_mut().reset(deadline);
+        }
+        timer
+            .as_mut()
+            .poll(cx)
+            .map(|()| Err(format!("no progress within the {phase} timeout")))
+    })
+    .await;
+    if let Err(reason) = ended {
+        tracing::debug!(%reason, "connection closed");
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Deadlines {
+    header: Duration,
+    idle: Duration,
+}
+
+#[derive(Debug)]
+enum Phase {
+    Head {
+        until: Instant,
+    },
+    Idle {
+        until: Instant,
+    },
+    /// `stalled` is when a blocked response write gives up.
+    Busy {
+        stalled: Option<Instant>,
+    },
+}
+
+/// What a connection is doing, told by its socket and its service.
+struct Progress {
+    deadlines: Deadlines,
+    phase: Mutex<Phase>,
+}
+
+impl Progress {
+    fn new(deadlines: Deadlines) -> Progress {
+        Progress {
+            deadlines,
+            phase: Mutex::new(Phase::Head {
+                until: Instant::now() + deadlines.header,
+            }),
+        }
+    }
+
+    fn update(&self, change: impl FnOnce(&mut Phase, Deadlines)) {
+        change(
+            &mut self.phase.lock().unwrap_or_else(PoisonError::into_inner),
+            self.deadlines,
+        );
+    }
+
+    /// Bytes arrived: an idle connection starts a request head.
+    fn read(&self) {
+        self.update(|phase, deadlines| {
+            if let Phase::Idle { .. } = phase {
+                *phase = Phase::Head {
+                    until: Instant::now() + deadlines.header,
+                };
+            }
+        });
+    }
+
+    /// A response write went through (`true`) or is blocked by a client not
+    /// reading (`false`). A response still being flushed once hyper is done
+    /// with its body counts as idle, and each write that goes through makes
+    /// the idle time start again.
+    fn wrote(&self, through: bool) {
+        self.update(|phase, deadlines| match (phase, through) {
+            (Phase::Busy { stalled }, true) => *stalled = None,
+            (
+                Phase::Busy {
+                    stalled: stalled @ None,
+                },
+                false,
+            ) => *stalled = Some(Instant::now() + deadlines.idle),
+            (Phase::Idle { until }, true) => *until = Instant::now() + deadlines.idle,
+            _ => {}
+        });
+    }
+
+    fn request_started(&self) {
+        self.update(|phase, _| *phase = Phase::Busy { stalled: None });
+    }
+
+    fn response_finished(&self) {
+        self.update(|phase, deadlines| {
+            *phase = Phase::Idle {
+                until: Instant::now() + deadlines.idle,
+            }
+        });
+    }
+
+    /// When the connection is closed unless it moves on, and which timeout that is.
+    fn deadline(&self) -> Option<(Instant, &'static str)> {
+        match *self.phase.lock().unwrap_or_else(PoisonError::into_inner) {
+            Phase::Head { until } => Some((until, "header")),
+            Phase::Idle { until } => Some((until, "idle")),
+            Phase::Busy { stalled } => stalled.map(|until| (until, "idle")),
+        }
+    }
+}
+
+/// The socket, reporting reads and writes to the connection's [`Progress`],
+/// and holding the connection's slot under the cap until it closes.
+struct Watched {
+    stream: TcpStream,
+    progress: Arc<Progress>,
+    _slot: OwnedSemaphorePermit,
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let read = Pin::new(&mut this.stream).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            this.progress.read();
+        }
+        read
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let written = Pin::new(&mut this.stream).poll_write(cx, buf);
+        this.progress.wrote(written.is_ready());
+        written
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let written = Pin::new(&mut this.stream).poll_write_vectored(cx, bufs);
+        this.progress.wrote(written.is_ready());
+        written
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
+    }
+}
+
+/// The router, marking when each request starts and its response ends.
+struct Service {
+    router: TowerToHyperService<Router>,
+    progress: Arc<Progress>,
+}
+
+type Answer = Result<Response<Served>, Infallible>;
+
+impl hyper::service::Service<Request<Incoming>> for Service {
+    type Response = Response<Served>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Answer> + Send>>;
+
+    fn call(&self, request: Request<Incoming>) -> Self::Future {
+        self.progress.request_started();
+        let answer = self.router.call(request);
+        let finished = Finished(self.progress.clone());
+        Box::pin(async move {
+            let response = answer.await?;
+            Ok(response.map(|body| Served {
+                body,
+                _finished: finished,
+            }))
+        })
+    }
+}
+
+/// Marks the response finished when hyper drops its body, which it does
+/// once the body has ended (or the connection is gone).
+struct Finished(Arc<Progress>);
+
+impl Drop for Finished {
+    fn drop(&mut self) {
+        self.0.response_finished();
+    }
+}
+
+/// A response body carrying its [`Finished`] mark.
+struct Served {
+    body: Body,
+    _finished: Finished,
+}
+
+impl hyper::body::Body for Served {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_cap_fits_under_the_open_file_limit() {
+        assert_eq!(connection_cap(None, Some(20_000)).unwrap(), 4096);
+        assert_eq!(connection_cap(None, Some(1024)).unwrap(), 1024 - 256);
+        assert_eq!(connection_cap(None, None).unwrap(), 4096);
+    }
+
+    #[test]
+    fn a_configured_cap_over_the_open_file_limit_is_refused_with_both_numbers() {
+        assert_eq!(connection_cap(Some(19_744), Some(20_000)).unwrap(), 19_744);
+        let refused = connection_cap(Some(20_000), Some(20_000))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.contains("is 20000") && refused.contains("room for 19744"),
+            "{refused}"
+        );
+        let none_left = connection_cap(None, Some(256)).unwrap_err().to_string();
+        assert!(none_left.contains("of 256 leaves no room"), "{none_left}");
+    }
+}
