@@ -1,12 +1,15 @@
 //! Layers every response passes through: request ids, structured access
-//! logs, compression when the client asks for it, and bounds on request
-//! bodies (size and pace).
+//! logs, compression when the client asks for it, bounds on request bodies
+//! (size and pace), and a panic answered as an error instead of a dropped
+//! connection.
 
+use std::any::Any;
 use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
 use axum::http::{HeaderName, Request, Response};
+use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::classify::ServerErrorsFailureClass;
 use tower_http::compression::CompressionLayer;
 use tower_http::limit::RequestBodyLimitLayer;
@@ -27,6 +30,7 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 /// client's kept), logged with the request, and echoed in the response.
 pub fn apply(router: Router, http: &HttpConfig) -> Router {
     router
+        .layer(CatchPanicLayer::custom(internal_error))
         .layer(axum::middleware::from_fn_with_state(
             BodyRate::new(http),
             body_rate::enforce,
@@ -58,4 +62,17 @@ async fn json_payload_too_large(response: axum::response::Response) -> axum::res
         return crate::http::ApiError::PayloadTooLarge.into_response();
     }
     response
+}
+
+/// A panic while serving: logged with its message, answered 500
+/// `internal_error` without it.
+fn internal_error(panic: Box<dyn Any + Send>) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let message = panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)");
+    tracing::error!(panic = message, "request handler panicked");
+    crate::http::ApiError::Internal.into_response()
 }

@@ -1,6 +1,7 @@
 //! Connections are bounded: a request head, a request body and an idle
-//! kept-alive connection each have a deadline, and open connections have a
-//! cap. Raw sockets play the slow, silent or half-finished clients.
+//! kept-alive connection each have a deadline, open connections have a cap,
+//! and a panic is answered instead of dropping the connection. Raw sockets
+//! play the slow, silent or half-finished clients.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -341,6 +342,29 @@ async fn next_json(socket: &mut Socket) -> Value {
         if let Message::Text(text) = message {
             return serde_json::from_str(&text).unwrap();
         }
+    }
+}
+
+async fn panics() -> &'static str {
+    panic!("the database password is hunter2")
+}
+
+#[tokio::test]
+async fn a_panicking_handler_is_answered_500_internal_error_on_a_connection_that_keeps_serving() {
+    let router = Router::new()
+        .route("/panics", get(panics))
+        .route("/answers", get(|| async { "fine" }));
+    let addr = serve(router, HttpConfig::default()).await;
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    for _ in 0..2 {
+        let answer = ask(&mut stream, b"GET /panics HTTP/1.1\r\nHost: x\r\n\r\n").await;
+        assert_eq!(answer.status, 500);
+        assert_eq!(
+            answer.json(),
+            json!({ "error": { "code": "internal_error", "message": "An unexpected error occurred." } })
+        );
+        let answer = ask(&mut stream, b"GET /answers HTTP/1.1\r\nHost: x\r\n\r\n").await;
+        assert_eq!((answer.status, answer.body.as_str()), (200, "fine"));
     }
 }
 
