@@ -13,6 +13,7 @@ mod cli;
 mod connections;
 mod foundation;
 mod graphql;
+mod hostile_params;
 mod pipeline;
 mod poison;
 mod rest_access;
