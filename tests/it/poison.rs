@@ -716,3 +716,47 @@ async fn an_item_with_every_text_and_list_at_its_limit_merges() {
         limits::CATEGORY_LEVELS as u64
     );
 }
+
+#[tokio::test]
+async fn a_product_keeps_a_bounded_number_of_languages() {
+    let app = TestApp::spawn().await;
+    let key = app.key("acme").await;
+    send(&app, &key, vec![item("1")]).await;
+    app.jobs().tick().await.unwrap();
+    // Two-letter codes from `aa` on: none is `ru`, the default.
+    let language = |i: usize| {
+        format!(
+            "{}{}",
+            (b'a' + (i / 26) as u8) as char,
+            (b'a' + (i % 26) as u8) as char
+        )
+    };
+    let in_language = |i: usize| with(item("1"), &["language"], json!(language(i)));
+    let session = send(
+        &app,
+        &key,
+        (0..=limits::TRANSLATIONS).map(in_language).collect(),
+    )
+    .await;
+    let report = app.jobs().tick().await.unwrap().merge;
+    assert_eq!(
+        (report.merged, report.rejected),
+        (limits::TRANSLATIONS as u64, 1)
+    );
+    let last = submissions(&app, session).await.pop().unwrap();
+    assert_eq!(
+        status_and_reason(&last),
+        (
+            SubmissionStatus::Rejected,
+            &*format!(
+                "language {} would be one more than the {} translations a product keeps",
+                language(limits::TRANSLATIONS),
+                limits::TRANSLATIONS
+            )
+        )
+    );
+    // A language the product has, and its default, still merge.
+    send(&app, &key, vec![in_language(0), item("1")]).await;
+    let report = app.jobs().tick().await.unwrap().merge;
+    assert_eq!((report.merged, report.rejected), (2, 0));
+}

@@ -12,7 +12,9 @@
 //!   the product has been seen in Russian, else the first-seen language; when a
 //!   Russian item arrives for a product whose default is another language, the
 //!   Russian content becomes the default and the old default moves to the
-//!   translations. Items in other languages upsert their translation.
+//!   translations. Items in other languages upsert their translation. A
+//!   product keeps at most `limits::TRANSLATIONS` languages besides its
+//!   default one: an item that would add one more is rejected.
 //! - Prices: each price updates the current price of its variant (country,
 //!   region, auth status) and appends a history observation, unless it repeats
 //!   the current values (price, old price, currency, stock) exactly, in which
@@ -39,6 +41,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::item::{ScrapedItem, ScrapedPrice};
+use super::limits;
 use crate::text;
 
 /// The language the marketplaces publish in; it becomes the default once seen.
@@ -52,6 +55,8 @@ pub enum Outcome {
     Merged(Uuid),
     /// Merged, but looks wrong; the reason is kept on the submission.
     Flagged(Uuid, String),
+    /// Not merged, for this reason; whatever it wrote is to be rolled back.
+    Rejected(String),
 }
 
 /// Merges `item` (observed at `observed_at`) from a session of `account_id`.
@@ -65,6 +70,9 @@ pub async fn apply(
     let (mut product, created) = find_or_create_product(db, item, seller.id, observed_at).await?;
     let newest = created || observed_at >= product.last_seen_at;
     if !created {
+        if let Some(reason) = refuse_new_language(db, &product, &item.language).await? {
+            return Ok(Outcome::Rejected(reason));
+        }
         merge_content(db, &mut product, item, observed_at, newest).await?;
     }
     if newest {
@@ -239,6 +247,33 @@ async fn find_or_create_product(
         .ok_or_else(|| DbErr::RecordNotFound("product".into()))?;
     let created = found.id == id;
     Ok((found, created))
+}
+
+/// Refuses an item in a language its product lacks once the product has
+/// `limits::TRANSLATIONS` translations: every merge reindexes every language
+/// of its product, so their number is bounded.
+async fn refuse_new_language(
+    db: &impl ConnectionTrait,
+    product: &product::Model,
+    language: &str,
+) -> Result<Option<String>, DbErr> {
+    if language == product.default_language {
+        return Ok(None);
+    }
+    let known: Vec<String> = product_translation::Entity::find()
+        .select_only()
+        .column(product_translation::Column::Language)
+        .filter(product_translation::Column::ProductId.eq(product.id))
+        .into_tuple()
+        .all(db)
+        .await?;
+    if known.len() < limits::TRANSLATIONS || known.iter().any(|l| l == language) {
+        return Ok(None);
+    }
+    Ok(Some(format!(
+        "language {language} would be one more than the {} translations a product keeps",
+        limits::TRANSLATIONS
+    )))
 }
 
 /// Applies the item's language content to an existing product.

@@ -19,7 +19,9 @@
 //!   stored), since percent-encoding can triple a URL;
 //! - a price's `country_code` and `region_code`: the special prices' unique
 //!   variant index;
-//! - `language`: the 2-3 letter rule of `ScrapedItem::parse`.
+//! - `language`: the 2-3 letter rule of `ScrapedItem::parse`; and a product
+//!   keeps a bounded number of languages, each folded into its `name_search`
+//!   and category keys.
 //!
 //! Texts no index holds (names, addresses, attribute values, media URLs), and
 //! the lists, are bounded generously so that one item cannot carry megabytes.
@@ -78,6 +80,9 @@ pub const CURRENCY: usize = 16;
 pub const STOCK_STATUS: usize = 64;
 /// `stats`, bytes of its JSON.
 pub const STATS: usize = 16 * 1024;
+/// Languages one product keeps besides its default one. Checked by the
+/// merge alone: an upload does not know the product's languages.
+pub const TRANSLATIONS: usize = 32;
 
 /// A value over its limit, or holding a NUL.
 #[derive(Debug, Clone, PartialEq, Eq)]

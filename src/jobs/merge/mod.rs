@@ -176,25 +176,24 @@ async fn merge_one(
     else {
         return txn.rollback().await;
     };
-    let item = if exhausted {
-        Err(format!(
+    let outcome = if exhausted {
+        Outcome::Rejected(format!(
             "not merged after {attempts} attempts: none of them finished \
              (the worker stopped, its lease ran out or the database failed)"
         ))
     } else {
-        ScrapedItem::parse(&claimed.payload, now)
-    };
-    let applied = match item {
-        Err(reason) => Err(reason),
-        Ok(item) => {
-            let observed_at = item.observed_at.unwrap_or(claimed.created_at);
-            apply_alone(&txn, &item, session.account_id, observed_at).await?
+        match ScrapedItem::parse(&claimed.payload, now) {
+            Err(reason) => Outcome::Rejected(reason),
+            Ok(item) => {
+                let observed_at = item.observed_at.unwrap_or(claimed.created_at);
+                apply_alone(&txn, &item, session.account_id, observed_at).await?
+            }
         }
     };
-    let (status, product_id, reason) = match applied {
-        Err(reason) => (SubmissionStatus::Rejected, None, Some(reason)),
-        Ok(Outcome::Merged(id)) => (SubmissionStatus::Merged, Some(id), None),
-        Ok(Outcome::Flagged(id, reason)) => (SubmissionStatus::Flagged, Some(id), Some(reason)),
+    let (status, product_id, reason) = match outcome {
+        Outcome::Merged(id) => (SubmissionStatus::Merged, Some(id), None),
+        Outcome::Flagged(id, reason) => (SubmissionStatus::Flagged, Some(id), Some(reason)),
+        Outcome::Rejected(reason) => (SubmissionStatus::Rejected, None, Some(reason)),
     };
     let finished = submission::Entity::update_many()
         .col_expr(submission::Column::Status, Expr::val(status.as_str()))
@@ -246,27 +245,27 @@ async fn count_attempt(
     Ok(counted.rows_affected == 1)
 }
 
-/// Applies `item` in a savepoint of `txn`. An error the item caused rolls
-/// back its writes alone and comes back as its rejection reason; an error of
-/// the database itself is returned as an error, rejecting nothing.
+/// Applies `item` in a savepoint of `txn`, rolled back when the item is
+/// rejected. An error the item caused rejects it, the error as its reason;
+/// an error of the database itself is returned as an error, rejecting
+/// nothing.
 async fn apply_alone(
     txn: &DatabaseTransaction,
     item: &ScrapedItem,
     account_id: uuid::Uuid,
     observed_at: DateTime<Utc>,
-) -> Result<Result<Outcome, String>, DbErr> {
+) -> Result<Outcome, DbErr> {
     let savepoint = txn.begin().await?;
-    match apply::apply(&savepoint, item, account_id, observed_at).await {
-        Ok(outcome) => {
-            savepoint.commit().await?;
-            Ok(Ok(outcome))
-        }
-        Err(e) if fault::is_database_fault(&e) => Err(e),
-        Err(e) => {
-            savepoint.rollback().await?;
-            Ok(Err(format!("could not be stored: {e}")))
-        }
+    let outcome = match apply::apply(&savepoint, item, account_id, observed_at).await {
+        Err(e) if fault::is_database_fault(&e) => return Err(e),
+        Err(e) => Outcome::Rejected(format!("could not be stored: {e}")),
+        Ok(outcome) => outcome,
+    };
+    match outcome {
+        Outcome::Rejected(_) => savepoint.rollback().await?,
+        _ => savepoint.commit().await?,
     }
+    Ok(outcome)
 }
 
 /// `reason` cut to `MAX_REASON` bytes on a character boundary.
