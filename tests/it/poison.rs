@@ -179,6 +179,9 @@ async fn a_poison_item_is_rejected_alone_and_another_accounts_session_completes_
         let payload = with(item(field), path, json!(random_text(4096)));
         store(&app, poisoned, payload).await.unwrap();
     }
+    // Its reason would quote the whole value.
+    let marketplace = with(item("m"), &["marketplace"], json!(random_text(4096)));
+    store(&app, poisoned, marketplace).await.unwrap();
     let nul = store(&app, poisoned, with(item("n"), &["name"], json!("a\u{0}b"))).await;
     let postgres = app.db.get_database_backend() == DbBackend::Postgres;
     // PostgreSQL's jsonb cannot hold U+0000: there no such payload is ever stored.
@@ -189,7 +192,7 @@ async fn a_poison_item_is_rejected_alone_and_another_accounts_session_completes_
     let report = app.jobs().tick().await.expect("the tick completes").merge;
     assert_eq!(
         (report.merged, report.rejected),
-        (3, if postgres { 4 } else { 5 })
+        (3, if postgres { 5 } else { 6 })
     );
     assert_eq!(session_status(&app, &beta, other).await, "completed");
     assert_eq!(session_status(&app, &alpha, poisoned).await, "completed");
@@ -210,6 +213,10 @@ async fn a_poison_item_is_rejected_alone_and_another_accounts_session_completes_
             SubmissionStatus::Rejected,
             "category_path[1] is longer than 512 bytes (it has 4096)",
         ),
+        (
+            SubmissionStatus::Rejected,
+            "not a valid item: unknown variant",
+        ),
     ];
     if !postgres {
         expected.push((
@@ -224,6 +231,8 @@ async fn a_poison_item_is_rejected_alone_and_another_accounts_session_completes_
         assert!(got_reason.starts_with(reason), "{got_reason:?}");
     }
     assert!(rows[1].reason.as_deref().unwrap().contains("poisoned"));
+    let quoted = rows[6].reason.as_deref().unwrap();
+    assert!(quoted.len() <= 1024 && quoted.ends_with('…'), "{quoted}");
     assert_eq!(
         seller::Entity::find()
             .filter(seller::Column::SellerId.eq("s-poison"))
