@@ -12,11 +12,13 @@
 //! error the item caused (a value no index can hold, text the database
 //! refuses, a constraint) rolls back that item alone and rejects it with the
 //! error as its reason, and the batch goes on. An error of the database
-//! itself (`fault`) rejects nothing: the pass stops and the item waits for a
-//! later one. Every merge that begins is first counted on its submission, in
-//! a write of its own, so a submission whose merges never finish (it stops
-//! the worker, outlives its lease, meets a failing database) is rejected once
-//! `max_attempts` of them began, instead of being claimed forever.
+//! itself (`fault`) rejects nothing: the pass stops, and the unfinished
+//! batch is handed back for the next pass (or, with the database down,
+//! waits for its lease). Every merge that begins is first counted on its
+//! submission, in a write of its own, so a submission whose merges never
+//! finish (it stops the worker, outlives its lease, meets a failing
+//! database) is rejected once `max_attempts` of them began, instead of being
+//! claimed forever.
 
 pub mod apply;
 mod fault;
@@ -144,9 +146,38 @@ pub async fn run_pass(
         if batch.is_empty() {
             return Ok(report);
         }
+        let ids: Vec<i64> = batch.iter().map(|c| c.submission.id).collect();
+        let lease = batch[0].submission.lease_expires_at;
         for submission in batch {
-            merge_one(db, clock, settings, events, submission, &mut report).await?;
+            if let Err(e) = merge_one(db, clock, settings, events, submission, &mut report).await {
+                hand_back(db, &ids, lease).await;
+                return Err(e);
+            }
         }
+    }
+}
+
+/// After the database failed mid-batch, returns the batch's unfinished
+/// submissions to `pending`, so that the next pass takes them up at once
+/// instead of after the lease. When the database is still down this fails
+/// too, and the lease returns them.
+async fn hand_back(db: &DatabaseConnection, ids: &[i64], lease: Option<DateTime<Utc>>) {
+    let handed = submission::Entity::update_many()
+        .col_expr(
+            submission::Column::Status,
+            Expr::val(SubmissionStatus::Pending.as_str()),
+        )
+        .col_expr(
+            submission::Column::LeaseExpiresAt,
+            Expr::val(Option::<DateTime<Utc>>::None),
+        )
+        .filter(submission::Column::Id.is_in(ids.iter().copied()))
+        .filter(submission::Column::Status.eq(SubmissionStatus::Processing))
+        .filter(submission::Column::LeaseExpiresAt.eq(lease))
+        .exec(db)
+        .await;
+    if let Err(e) = handed {
+        tracing::warn!(error = %e, "unfinished submissions wait for their lease");
     }
 }
 
