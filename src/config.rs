@@ -60,13 +60,14 @@ pub struct ServeConfig {
 /// GraphQL limits and GraphiQL.
 #[derive(Debug, Clone, Args)]
 pub struct GraphqlConfig {
-    /// Deepest selection nesting a query may have.
+    /// Deepest nesting of data fields a query may have (introspection is
+    /// bounded by its own limit below).
     #[arg(
         long = "graphql-max-depth",
         env = "VITRINA_GRAPHQL_MAX_DEPTH",
         default_value_t = 10
     )]
-    pub max_depth: usize,
+    pub max_depth: u64,
 
     /// Highest complexity a query may have (each field costs 1; a connection
     /// multiplies its children by its page size).
@@ -76,6 +77,50 @@ pub struct GraphqlConfig {
         default_value_t = 10_000
     )]
     pub max_complexity: usize,
+
+    /// Longest query document, in bytes; longer ones are refused unparsed.
+    #[arg(
+        long = "graphql-max-document-bytes",
+        env = "VITRINA_GRAPHQL_MAX_DOCUMENT_BYTES",
+        default_value_t = 32 * 1024
+    )]
+    pub max_document_bytes: usize,
+
+    /// Most fields a document may ask for once its fragments are expanded
+    /// (every operation of it, each alias and `__typename` included).
+    #[arg(
+        long = "graphql-max-fields",
+        env = "VITRINA_GRAPHQL_MAX_FIELDS",
+        default_value_t = 2_000
+    )]
+    pub max_fields: u64,
+
+    /// Most aliases a document may use once its fragments are expanded.
+    #[arg(
+        long = "graphql-max-aliases",
+        env = "VITRINA_GRAPHQL_MAX_ALIASES",
+        default_value_t = 100
+    )]
+    pub max_aliases: u64,
+
+    /// Highest cost of a query's introspection: each of its fields 1, times
+    /// the longest list of this schema it sits in (types, a type's fields,
+    /// a field's arguments, ...).
+    #[arg(
+        long = "graphql-max-introspection-cost",
+        env = "VITRINA_GRAPHQL_MAX_INTROSPECTION_COST",
+        default_value_t = 500_000
+    )]
+    pub max_introspection_cost: u64,
+
+    /// Milliseconds a GraphQL request may take once admitted; then its work
+    /// stops and it is answered `TIMEOUT`.
+    #[arg(
+        long = "graphql-deadline-ms",
+        env = "VITRINA_GRAPHQL_DEADLINE_MS",
+        default_value_t = 10_000
+    )]
+    pub deadline_ms: u64,
 
     /// Accept batched requests (a JSON array of operations).
     #[arg(
@@ -106,6 +151,11 @@ impl Default for GraphqlConfig {
         GraphqlConfig {
             max_depth: 10,
             max_complexity: 10_000,
+            max_document_bytes: 32 * 1024,
+            max_fields: 2_000,
+            max_aliases: 100,
+            max_introspection_cost: 500_000,
+            deadline_ms: 10_000,
             batching: false,
             graphiql_assets: "https://unpkg.com".into(),
             graphiql_assets_dir: None,

@@ -13,6 +13,7 @@ mod connection;
 mod error;
 mod graphiql;
 mod inline;
+mod limits;
 mod loaders;
 mod meter;
 mod order;
@@ -51,6 +52,7 @@ use crate::query::keyset::{DEFAULT_PAGE, MAX_PAGE};
 use crate::server::AppState;
 
 pub use error::gql;
+use limits::{IntrospectionSizes, RequestLimits};
 use loaders::Loaders;
 use meter::Meter;
 use parsed::ParsedQueries;
@@ -81,24 +83,19 @@ pub fn connection_cost(first: Option<i32>, last: Option<i32>, child: usize) -> u
     size.saturating_mul(child).saturating_add(1)
 }
 
-/// A schema with the configured limits.
-fn limited(config: &GraphqlConfig) -> SchemaBuilder<QueryRoot, EmptyMutation, SubscriptionRoot> {
+/// The schema's types. Limits are not async-graphql's own (its checks
+/// follow each fragment spread anew): the extensions of `pricing.rs` and
+/// `response.rs` apply [`RequestLimits`] to every request before it runs.
+fn builder() -> SchemaBuilder<QueryRoot, EmptyMutation, SubscriptionRoot> {
     Schema::build(QueryRoot, EmptyMutation, SubscriptionRoot)
-        .limit_depth(config.max_depth)
-        .limit_complexity(config.max_complexity)
-}
-
-/// The schema with the configured limits and full validation.
-pub fn schema(config: &GraphqlConfig) -> VitrinaSchema {
-    limited(config).finish()
 }
 
 /// What executes GraphQL requests: the schemas and the parsed queries they
 /// share.
 pub struct Schemas {
-    /// Executes requests the pricing pass has validated in full. It has no
-    /// extensions, so every field takes async-graphql's fast path, and
-    /// validates again only as far as its limits need.
+    /// Executes requests the pricing pass has validated in full and found
+    /// within the limits. It has no extensions, so every field takes
+    /// async-graphql's fast path.
     run: VitrinaSchema,
     /// Validates and prices requests without executing them (`pricing.rs`).
     pricing: VitrinaSchema,
@@ -106,17 +103,21 @@ pub struct Schemas {
     /// errors coded and the cost reported as over HTTP.
     pub subscriptions: VitrinaSchema,
     parsed: ParsedQueries,
+    limits: RequestLimits,
 }
 
 impl Schemas {
     pub fn new(config: &GraphqlConfig) -> Self {
+        let sizes = IntrospectionSizes::of_schema(&sdl());
+        let limits = RequestLimits::new(config, sizes);
         Schemas {
-            run: limited(config)
-                .validation_mode(ValidationMode::Fast)
+            run: builder().validation_mode(ValidationMode::Fast).finish(),
+            pricing: builder().extension(pricing::PriceOnly(limits)).finish(),
+            subscriptions: builder()
+                .extension(response::OverWebSocket(limits))
                 .finish(),
-            pricing: limited(config).extension(pricing::PriceOnly).finish(),
-            subscriptions: limited(config).extension(response::OverWebSocket).finish(),
             parsed: ParsedQueries::default(),
+            limits,
         }
     }
 
@@ -124,6 +125,11 @@ impl Schemas {
     /// runs, or the response refusing it. Both passes share one parse of
     /// its query, and a request priced before is not priced again.
     async fn price(&self, mut request: async_graphql::Request) -> Priced {
+        // Before the parse cache parses it (the pricing pass checks the
+        // rest of the limits).
+        if let Err(refusal) = self.limits.check_text(&request.query) {
+            return Priced::Refused(async_graphql::Response::from_errors(vec![refusal]));
+        }
         let recalled = self.parsed.recall(&request);
         let document = recalled.document;
         if let Some(document) = &document {
@@ -213,7 +219,7 @@ enum Cost {
 
 /// The SDL checked in as `schema.graphql`.
 pub fn sdl() -> String {
-    schema(&GraphqlConfig::default()).sdl()
+    builder().finish().sdl()
 }
 
 /// Where a local copy of the GraphiQL assets is served, when configured.
@@ -309,11 +315,19 @@ async fn get_graphql(State(state): State<AppState>, headers: HeaderMap, uri: Uri
     }
 }
 
+/// A POST body is JSON (the GraphQL-over-HTTP spec's `application/json`):
+/// anything else is refused with 415 before it is read as a request.
 async fn post_graphql(
     State(state): State<AppState>,
     headers: HeaderMap,
     batch: Result<GraphQLBatchRequest, GraphQLRejection>,
 ) -> Response {
+    if !is_json(&headers) {
+        let error = ApiError::UnsupportedMediaType {
+            expected: "application/json",
+        };
+        return api_error(&headers, &error);
+    }
     match batch {
         Ok(batch) => execute(&state, &headers, batch.into_inner()).await,
         // async-graphql-axum would answer in plain text.
@@ -328,7 +342,42 @@ async fn post_graphql(
     }
 }
 
+/// Whether the request's body is declared `application/json`.
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// Answers a request within its deadline; past it, the request's work
+/// (the key check, pricing, execution and the database statements they
+/// wait on) is dropped and it is answered `TIMEOUT`.
 async fn execute(state: &AppState, headers: &HeaderMap, batch: BatchRequest) -> Response {
+    // JSON that is not a GraphQL request (`{}`, `[]`, `{"foo": 1}`)
+    // deserializes to requests without a query.
+    let empty = match &batch {
+        BatchRequest::Single(request) => request.query.is_empty(),
+        BatchRequest::Batch(requests) => {
+            requests.is_empty() || requests.iter().any(|r| r.query.is_empty())
+        }
+    };
+    if empty {
+        return request_error(
+            headers,
+            StatusCode::BAD_REQUEST,
+            "Not a GraphQL request: each request needs a non-empty query.",
+        );
+    }
+    let deadline = state.graphql.limits.deadline;
+    match tokio::time::timeout(deadline, answer(state, headers, batch)).await {
+        Ok(response) => response,
+        Err(_) => api_error(headers, &limits::timeout(deadline)),
+    }
+}
+
+async fn answer(state: &AppState, headers: &HeaderMap, batch: BatchRequest) -> Response {
     let (requests, single) = match batch {
         BatchRequest::Single(request) => (vec![request], true),
         BatchRequest::Batch(_) if !state.settings.graphql.batching => {

@@ -10,36 +10,68 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_graphql::extensions::{
-    Extension, ExtensionContext, ExtensionFactory, NextExecute, NextRequest, NextValidation,
+    Extension, ExtensionContext, ExtensionFactory, NextExecute, NextPrepareRequest, NextRequest,
+    NextValidation,
 };
-use async_graphql::{Response, ServerError, ValidationResult, Value, value};
+use async_graphql::{Request, Response, ServerError, ServerResult, ValidationResult, Value, value};
+
+use super::limits::RequestLimits;
 
 /// Validates and prices a request, and never executes it.
-pub struct PriceOnly;
+pub struct PriceOnly(pub RequestLimits);
 
 impl ExtensionFactory for PriceOnly {
     fn create(&self) -> Arc<dyn Extension> {
-        Arc::new(PriceOnlyExtension::default())
+        Arc::new(PriceOnlyExtension {
+            validated: Validated::new(self.0),
+        })
     }
 }
 
-#[derive(Default)]
 struct PriceOnlyExtension {
     validated: Validated,
 }
 
-/// What validating one request found, kept for its response.
-#[derive(Clone, Default)]
-pub struct Validated(Arc<Mutex<Option<ValidationResult>>>);
+/// The limits of one request and what validating it found, kept for its
+/// response. Every schema that validates requests goes through these two
+/// steps, so none can skip a limit.
+#[derive(Clone)]
+pub struct Validated {
+    limits: RequestLimits,
+    result: Arc<Mutex<Option<ValidationResult>>>,
+}
 
 impl Validated {
-    /// Runs an extension's validation step and keeps its result.
+    pub fn new(limits: RequestLimits) -> Self {
+        Validated {
+            limits,
+            result: Arc::default(),
+        }
+    }
+
+    /// An extension's `prepare_request` step: refuses a document over the
+    /// limits before async-graphql parses or walks it.
+    pub async fn admit(
+        &self,
+        ctx: &ExtensionContext<'_>,
+        mut request: Request,
+        next: NextPrepareRequest<'_>,
+    ) -> ServerResult<Request> {
+        self.limits.admit(&mut request)?;
+        next.run(ctx, request).await
+    }
+
+    /// An extension's validation step: refuses a request over the
+    /// complexity limit, and keeps the result.
     pub async fn validate(
         &self,
         ctx: &ExtensionContext<'_>,
         next: NextValidation<'_>,
     ) -> Result<ValidationResult, Vec<ServerError>> {
         let result = next.run(ctx).await?;
+        self.limits
+            .check_complexity(result.complexity)
+            .map_err(|e| vec![e])?;
         *self.lock() = Some(result);
         Ok(result)
     }
@@ -53,7 +85,7 @@ impl Validated {
 
     fn lock(&self) -> MutexGuard<'_, Option<ValidationResult>> {
         // One request's result: a poisoned lock still holds a whole value.
-        self.0
+        self.result
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
@@ -67,6 +99,15 @@ impl Extension for PriceOnlyExtension {
             Some(cost) => response.extension("analyzer", cost),
             None => response,
         }
+    }
+
+    async fn prepare_request(
+        &self,
+        ctx: &ExtensionContext<'_>,
+        request: Request,
+        next: NextPrepareRequest<'_>,
+    ) -> ServerResult<Request> {
+        self.validated.admit(ctx, request, next).await
     }
 
     async fn validation(

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_graphql::extensions::{
-    Extension, ExtensionContext, ExtensionFactory, NextPrepareRequest, NextSubscribe,
+    Extension, ExtensionContext, ExtensionFactory, NextExecute, NextPrepareRequest, NextSubscribe,
     NextValidation,
 };
 use async_graphql::{BatchResponse, ServerError, ServerResult, ValidationResult, Value};
@@ -16,6 +16,7 @@ use futures_util::stream::{BoxStream, StreamExt};
 use serde::Serialize;
 
 use super::RequestData;
+use super::limits::{self, RequestLimits};
 use super::meter::Meter;
 use super::pricing::Validated;
 use crate::http::ApiError;
@@ -68,10 +69,11 @@ fn request_failed(response: &async_graphql::Response) -> bool {
         && response.errors.iter().all(|e| e.path.is_empty())
 }
 
-/// async-graphql's own errors (parsing, validation, limits) have no code:
-/// a malformed argument is INVALID_PARAMETER as on REST, a query over the
-/// depth or complexity limit QUERY_TOO_COMPLEX, any other malformed request
-/// GRAPHQL_VALIDATION_FAILED.
+/// async-graphql's own errors (parsing, validation) have no code: a
+/// malformed argument is INVALID_PARAMETER as on REST, selections or values
+/// nested past the parser's or the validator's recursion limit
+/// QUERY_TOO_COMPLEX (as the limits of `limits.rs`, which code their own),
+/// any other malformed request GRAPHQL_VALIDATION_FAILED.
 fn add_missing_code(error: &mut ServerError) {
     let extensions = error.extensions.get_or_insert_with(Default::default);
     if extensions.get("code").is_some() {
@@ -82,7 +84,7 @@ fn add_missing_code(error: &mut ServerError) {
         || message.contains("Failed to parse")
     {
         "INVALID_PARAMETER"
-    } else if message.contains("too deep") || message.contains("too complex") {
+    } else if message.contains("recursion") {
         "QUERY_TOO_COMPLEX"
     } else {
         "GRAPHQL_VALIDATION_FAILED"
@@ -90,22 +92,28 @@ fn add_missing_code(error: &mut ServerError) {
     extensions.set("code", code);
 }
 
-/// What every response sent over the WebSocket gets, as over HTTP: the
-/// daily quota charged for its metered lists at once ([`Meter`]), an
-/// `extensions.code` on each error and the request's cost in
+/// What every operation sent over the WebSocket gets, as over HTTP: it
+/// counts against the caller's per-minute rate limit, its document is held
+/// to the same limits, a query runs within the same deadline, the daily
+/// quota is charged for its metered lists at once ([`Meter`]), each error
+/// carries an `extensions.code` and each response the request's cost in
 /// `extensions.analyzer`. A subscription's every update is charged as a
 /// response of its own.
-pub struct OverWebSocket;
+pub struct OverWebSocket(pub RequestLimits);
 
 impl ExtensionFactory for OverWebSocket {
     fn create(&self) -> Arc<dyn Extension> {
-        Arc::new(OverWebSocketExtension::default())
+        Arc::new(OverWebSocketExtension {
+            validated: Validated::new(self.0),
+            deadline: self.0.deadline,
+            meter: Arc::default(),
+        })
     }
 }
 
-#[derive(Default)]
 struct OverWebSocketExtension {
     validated: Validated,
+    deadline: std::time::Duration,
     meter: Arc<Meter>,
 }
 
@@ -117,7 +125,33 @@ impl Extension for OverWebSocketExtension {
         request: async_graphql::Request,
         next: NextPrepareRequest<'_>,
     ) -> ServerResult<async_graphql::Request> {
-        next.run(ctx, request.data(self.meter.clone())).await
+        // The connection's caller, admitted when it opened.
+        if let Some(data) = ctx.data_opt::<Arc<RequestData>>() {
+            let state = &data.state;
+            let rate = state
+                .rate_limiter
+                .check(data.caller.account_id, state.clock.now());
+            if !rate.allowed {
+                let retry_after = rate.retry_after;
+                return Err(server_error(&ApiError::RateLimited { retry_after }));
+            }
+        }
+        let request = request.data(self.meter.clone());
+        self.validated.admit(ctx, request, next).await
+    }
+
+    async fn execute(
+        &self,
+        ctx: &ExtensionContext<'_>,
+        operation_name: Option<&str>,
+        next: NextExecute<'_>,
+    ) -> async_graphql::Response {
+        match tokio::time::timeout(self.deadline, next.run(ctx, operation_name)).await {
+            Ok(response) => response,
+            Err(_) => async_graphql::Response::from_errors(vec![server_error(&limits::timeout(
+                self.deadline,
+            ))]),
+        }
     }
 
     async fn validation(
@@ -194,6 +228,14 @@ pub fn respond(headers: &HeaderMap, mut response: BatchResponse) -> Response {
     // Headers resolvers set, such as the quota of metered fields.
     http.headers_mut().extend(response.http_headers());
     http
+}
+
+/// A refusal as a GraphQL error with its code (and `retryAfter`).
+fn server_error(error: &ApiError) -> ServerError {
+    let error = super::gql(error.clone());
+    let mut server_error = ServerError::new(error.message, None);
+    server_error.extensions = error.extensions;
+    server_error
 }
 
 fn error_body(message: &str, code: &str) -> String {

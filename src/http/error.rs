@@ -42,6 +42,15 @@ pub enum ApiError {
         after_ms: u64,
         allowed_ms: u64,
     },
+    /// A request body in a media type the endpoint does not read.
+    UnsupportedMediaType {
+        expected: &'static str,
+    },
+    /// The request did not finish within its deadline; its work was stopped.
+    Timeout {
+        after_ms: u64,
+        setting: &'static str,
+    },
     /// The request conflicts with the account's state, e.g. the subscription cap.
     Conflict {
         code: &'static str,
@@ -69,6 +78,8 @@ impl ApiError {
             ApiError::InvalidBody(_) => "invalid_body",
             ApiError::PayloadTooLarge => "payload_too_large",
             ApiError::RequestTimeout { .. } => "request_timeout",
+            ApiError::UnsupportedMediaType { .. } => "unsupported_media_type",
+            ApiError::Timeout { .. } => "timeout",
             ApiError::Conflict { code, .. } => code,
             ApiError::RateLimited { .. } => "rate_limited",
             ApiError::QuotaExceeded { .. } => "quota_exceeded",
@@ -84,6 +95,8 @@ impl ApiError {
             | ApiError::InvalidBody(_) => StatusCode::BAD_REQUEST,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::RequestTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
+            ApiError::UnsupportedMediaType { .. } => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::Timeout { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
@@ -116,6 +129,14 @@ impl ApiError {
                  where {allowed_ms} ms were allowed for them (VITRINA_HTTP_BODY_TIMEOUT_MS plus \
                  1 s per VITRINA_HTTP_BODY_MIN_RATE bytes)."
             ),
+            ApiError::UnsupportedMediaType { expected } => {
+                format!("The request body must be sent as {expected}.")
+            }
+            ApiError::Timeout { after_ms, setting } => {
+                format!(
+                    "The request did not finish within its deadline of {after_ms} ms ({setting})."
+                )
+            }
             ApiError::NotFound => "The requested resource does not exist.".into(),
             ApiError::MethodNotAllowed { allow: Some(allow) } => {
                 format!("Only {allow} is allowed here.")

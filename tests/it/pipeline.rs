@@ -833,45 +833,13 @@ async fn retention_deletes_old_submissions_and_fires_nothing() {
 }
 
 mod live {
-    use futures_util::{SinkExt, StreamExt};
+    use futures_util::SinkExt;
     use serde_json::{Value, json};
-    use tokio_tungstenite::tungstenite::{Message, client::IntoClientRequest};
+    use tokio_tungstenite::tungstenite::Message;
 
     use super::{item, send};
     use crate::helpers::TestApp;
-
-    type Socket = tokio_tungstenite::WebSocketStream<
-        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
-    >;
-
-    async fn connect(app: &TestApp, key: &str) -> Socket {
-        let mut request = format!("ws://{}/graphql/ws", app.addr)
-            .into_client_request()
-            .unwrap();
-        request.headers_mut().insert(
-            "Sec-WebSocket-Protocol",
-            "graphql-transport-ws".parse().unwrap(),
-        );
-        let (mut socket, _) = tokio_tungstenite::connect_async(request)
-            .await
-            .expect("websocket");
-        let init = json!({ "type": "connection_init", "payload": { "Authorization": format!("Bearer {key}") } });
-        socket.send(Message::text(init.to_string())).await.unwrap();
-        socket
-    }
-
-    /// The next JSON message, within a few seconds.
-    async fn next(socket: &mut Socket) -> Option<Value> {
-        loop {
-            let message = tokio::time::timeout(std::time::Duration::from_secs(30), socket.next())
-                .await
-                .ok()??
-                .ok()?;
-            if let Message::Text(text) = message {
-                return serde_json::from_str(&text).ok();
-            }
-        }
-    }
+    use crate::ws::{connect, next};
 
     fn subscription(id: &str) -> Message {
         let query = format!(

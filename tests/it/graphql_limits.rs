@@ -1,0 +1,429 @@
+//! GraphQL under hostile input: every document is measured before it is
+//! validated or run (fields after fragment expansion, aliases, depth,
+//! introspection's cost, size), an admitted request has a deadline, a
+//! body that is not a GraphQL request is refused, and the WebSocket obeys
+//! the rate limit like HTTP.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use vitrina::config::{GraphqlConfig, Settings};
+use vitrina::limits::Limits;
+
+use crate::helpers::TestApp;
+use crate::ws;
+
+/// POSTs a query; the status and the JSON body.
+async fn post(app: &TestApp, key: &str, query: &str) -> (u16, Value) {
+    let response = app
+        .client
+        .post(app.url("/graphql"))
+        .bearer_auth(key)
+        .json(&json!({ "query": query }))
+        .send()
+        .await
+        .expect("request");
+    let status = response.status().as_u16();
+    (status, response.json().await.expect("a JSON body"))
+}
+
+/// The one error of a refused request: its code and message.
+fn refusal(body: &Value) -> (String, String) {
+    assert!(body.get("data").is_none(), "never executed: {body}");
+    let errors = body["errors"].as_array().expect("errors");
+    assert_eq!(errors.len(), 1, "{body}");
+    let code = errors[0]["extensions"]["code"].as_str().unwrap_or_default();
+    let message = errors[0]["message"].as_str().unwrap_or_default();
+    (code.to_owned(), message.to_owned())
+}
+
+/// Asserts `query` is refused as too complex with a message holding `words`,
+/// without running a statement beyond the key check.
+async fn assert_too_complex(app: &TestApp, key: &str, query: &str, words: &str) {
+    let before = app.statements();
+    let (status, body) = post(app, key, query).await;
+    assert_eq!(status, 200, "{body}");
+    let (code, message) = refusal(&body);
+    assert_eq!(code, "QUERY_TOO_COMPLEX", "{message}");
+    assert!(message.contains(words), "{message:?} names {words:?}");
+    assert!(
+        app.statements() - before <= 2,
+        "nothing but the key check ran"
+    );
+}
+
+/// `levels` fragments on the query root, each spreading the one below twice:
+/// `2^levels` fields in a few hundred bytes.
+fn fragment_bomb(levels: u32) -> String {
+    let mut query =
+        format!("query {{ ...G{levels} }}\nfragment G0 on QueryRoot {{ __typename }}\n");
+    for level in 1..=levels {
+        let below = level - 1;
+        query.push_str(&format!(
+            "fragment G{level} on QueryRoot {{ ...G{below} ...G{below} }}\n"
+        ));
+    }
+    query
+}
+
+/// `n` aliased `__typename` fields.
+fn aliases(n: usize) -> String {
+    let fields: Vec<String> = (0..n).map(|i| format!("a{i}: __typename")).collect();
+    format!("{{ {} }}", fields.join(" "))
+}
+
+#[tokio::test]
+async fn spreads_are_counted_expanded_and_a_fragment_bomb_is_refused_at_once() {
+    let app = TestApp::spawn().await;
+    let key = app.key("acme").await;
+    let bomb = fragment_bomb(29);
+    assert!(bomb.len() < 2_000, "a small document: {}", bomb.len());
+    let words = "asks for 536870912 fields once its fragments are expanded; \
+                 the limit is 2000 (VITRINA_GRAPHQL_MAX_FIELDS)";
+    assert_too_complex(&app, &key, &bomb, words).await;
+    // Counts that pass any integer are still refused, and named.
+    assert_too_complex(&app, &key, &fragment_bomb(80), "more than").await;
+    // 2^10 fields expanded is within the default limit and answered.
+    let (status, body) = post(&app, &key, &fragment_bomb(10)).await;
+    assert_eq!(
+        (status, &body["data"]["__typename"]),
+        (200, &json!("QueryRoot"))
+    );
+}
+
+#[tokio::test]
+async fn aliases_and_typename_count_as_fields() {
+    let app = TestApp::spawn().await;
+    let key = app.key("acme").await;
+    let words = "uses 101 aliases once its fragments are expanded; \
+                 the limit is 100 (VITRINA_GRAPHQL_MAX_ALIASES)";
+    assert_too_complex(&app, &key, &aliases(101), words).await;
+    let (status, body) = post(&app, &key, &aliases(100)).await;
+    assert_eq!((status, &body["data"]["a99"]), (200, &json!("QueryRoot")));
+    // The same field asked again is worked again: each one counts.
+    let typenames = format!("{{ {} }}", "__typename ".repeat(2_001));
+    assert_too_complex(&app, &key, &typenames, "asks for 2001 fields").await;
+    // Aliases hidden in a fragment count each time it is spread.
+    let spread = format!(
+        "{{ ...F ...F }} fragment F on QueryRoot {{ {} }}",
+        &aliases(51)[2..aliases(51).len() - 2]
+    );
+    assert_too_complex(&app, &key, &spread, "uses 102 aliases").await;
+}
+
+#[tokio::test]
+async fn a_document_over_the_size_limit_is_refused_unparsed() {
+    let app = TestApp::spawn().await;
+    let key = app.key("acme").await;
+    let limit = GraphqlConfig::default().max_document_bytes;
+    let padded = |len: usize| {
+        let query = "{ __typename }\n#";
+        format!("{query}{}", "x".repeat(len - query.len()))
+    };
+    let (status, body) = post(&app, &key, &padded(limit)).await;
+    assert_eq!(
+        (status, &body["data"]["__typename"]),
+        (200, &json!("QueryRoot"))
+    );
+    let words = format!(
+        "document is {} bytes long; the limit is {limit} (VITRINA_GRAPHQL_MAX_DOCUMENT_BYTES)",
+        limit + 1
+    );
+    assert_too_complex(&app, &key, &padded(limit + 1), &words).await;
+    // A megabyte of aliased fields is refused as fast as any other.
+    assert_too_complex(&app, &key, &aliases(70_000), "the limit is").await;
+}
+
+#[tokio::test]
+async fn nesting_past_the_parsers_recursion_limit_is_a_clear_error() {
+    let app = TestApp::spawn().await;
+    let key = app.key("acme").await;
+    let limit = GraphqlConfig::default().max_document_bytes;
+    for (open, close) in [("{ me ", "}"), ("{ products(brand: [", "]) }")] {
+        let depth = limit / (open.len() + close.len()) - 1;
+        let query = format!("{}{}", open.repeat(depth), close.repeat(depth));
+        let (status, body) = post(&app, &key, &query).await;
+        assert_eq!(status, 200, "{body}");
+        let (code, message) = refusal(&body);
+        assert_eq!(code, "QUERY_TOO_COMPLEX", "{message}");
+    }
+    // The server still answers.
+    let (status, _) = post(&app, &key, "{ __typename }").await;
+    assert_eq!(status, 200);
+}
+
+/// The introspection queries real clients send, as captured by
+/// `tests/fixtures/introspection/capture.sh`.
+fn introspection_queries() -> Vec<(String, String)> {
+    let folder = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/introspection");
+    let mut queries: Vec<(String, String)> = std::fs::read_dir(folder)
+        .expect("the captured queries")
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "graphql"))
+        .map(|path| {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read_to_string(&path).unwrap())
+        })
+        .collect();
+    queries.sort();
+    assert_eq!(
+        queries.len(),
+        6,
+        "graphql-js 16, 17 and graphql-core 3.2, two option sets each"
+    );
+    queries
+}
+
+#[tokio::test]
+async fn the_standard_introspection_queries_answer_at_the_default_limits() {
+    let app = TestApp::spawn().await;
+    let key = app.key("acme").await;
+    for (client, query) in introspection_queries() {
+        let (status, body) = post(&app, &key, &query).await;
+        assert_eq!(status, 200, "{client}: {body}");
+        assert!(body.get("errors").is_none(), "{client}: {}", body["errors"]);
+        let types = body["data"]["__schema"]["types"].as_array().expect("types");
+        assert!(
+            types.iter().any(|t| t["name"] == "Product"),
+            "{client}: the schema's own types"
+        );
+        // Deeper than the data limit of 10, yet answered.
+        assert!(body["extensions"]["analyzer"]["depth"].as_u64().unwrap() > 10);
+    }
+}
+
+/// One walk over the schema: each type, each of its fields' arguments,
+/// and the fields of each field's type.
+const SCHEMA_WALK: &str = "__schema { types { fields { args { name } type { ofType { \
+                           fields { name } } } } } }";
+
+#[tokio::test]
+async fn introspection_costs_by_the_lists_it_sits_in() {
+    let app = TestApp::spawn().await;
+    let key = app.key("acme").await;
+    // Allowed once, but not asked for over and over under aliases.
+    let (status, body) = post(&app, &key, &format!("{{ {SCHEMA_WALK} }}")).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body["data"]["__schema"]["types"].is_array(), "{body}");
+    let copies: Vec<String> = (0..90).map(|i| format!("s{i}: {SCHEMA_WALK}")).collect();
+    let words = "introspection costs 3863340 (each field 1, times the longest list of this \
+                 schema it sits in); the limit is 500000 (VITRINA_GRAPHQL_MAX_INTROSPECTION_COST)";
+    assert_too_complex(&app, &key, &format!("{{ {} }}", copies.join(" ")), words).await;
+    // Nor nested over and over, through fragments and inline fragments.
+    let nested = "{ __type(name: \"Product\") { ...A } } \
+                  fragment A on __Type { fields { type { ... on __Type { ...B } } } } \
+                  fragment B on __Type { fields { type { fields { type { fields { type { fields { name } } } } } } } }";
+    assert_too_complex(&app, &key, nested, "VITRINA_GRAPHQL_MAX_INTROSPECTION_COST").await;
+    // Nor a leaf repeated inside a list.
+    let repeated = format!(
+        "{{ __schema {{ types {{ fields {{ {} }} }} }} }}",
+        "name ".repeat(1_000)
+    );
+    assert_too_complex(
+        &app,
+        &key,
+        &repeated,
+        "VITRINA_GRAPHQL_MAX_INTROSPECTION_COST",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn data_depth_is_limited_whatever_introspection_sits_beside_it() {
+    let app = TestApp::spawn().await;
+    let key = app.key("acme").await;
+    // 11 levels of data, hidden in a fragment on the connection's node.
+    let deep = "{ products(first: 1) { edges { node { ...P } } } } \
+                fragment P on Product { seller { products(first: 1) { edges { node { seller { \
+                products(first: 1) { edges { cursor } } } } } } } }";
+    assert_too_complex(&app, &key, deep, "nests its fields 11 levels deep").await;
+}
+
+#[tokio::test]
+async fn a_request_past_its_deadline_is_answered_timeout_and_its_work_dropped() {
+    let app = TestApp::spawn_with_settings(Settings {
+        graphql: GraphqlConfig {
+            deadline_ms: 300,
+            ..GraphqlConfig::default()
+        },
+        ..Settings::default()
+    })
+    .await;
+    let key = app.key("acme").await;
+    // Every connection of the pool held: the request waits on the database.
+    let mut held = Vec::new();
+    let hold = || {
+        tokio::time::timeout(
+            Duration::from_secs(1),
+            sea_orm::TransactionTrait::begin(&app.db),
+        )
+    };
+    while let Ok(transaction) = hold().await {
+        held.push(transaction.expect("a connection"));
+    }
+    assert!(!held.is_empty());
+    let started = Instant::now();
+    let (status, body) = post(&app, &key, "{ me { id } }").await;
+    let waited = started.elapsed();
+    assert_eq!(status, 503, "{body}");
+    let (code, message) = refusal(&body);
+    assert_eq!(code, "TIMEOUT");
+    assert!(
+        message.contains("deadline of 300 ms (VITRINA_GRAPHQL_DEADLINE_MS)"),
+        "{message}"
+    );
+    // Answered at the deadline, long before the pool's own 10 s timeout.
+    assert!(waited < Duration::from_secs(5), "{waited:?}");
+    drop(held);
+    let (status, body) = post(&app, &key, "{ me { id } }").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body["data"]["me"]["id"].is_string(), "{body}");
+}
+
+#[tokio::test]
+async fn a_body_that_is_not_json_is_refused_with_415() {
+    let app = TestApp::spawn().await;
+    let key = app.key("acme").await;
+    for content_type in [
+        Some("text/plain"),
+        Some("application/graphql"),
+        Some("application/x-www-form-urlencoded"),
+        Some("multipart/form-data; boundary=x"),
+        None,
+    ] {
+        let mut request = app
+            .client
+            .post(app.url("/graphql"))
+            .bearer_auth(&key)
+            .body(r#"{"query": "{ __typename }"}"#);
+        if let Some(content_type) = content_type {
+            request = request.header("content-type", content_type);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), 415, "{content_type:?}");
+        let body: Value = response.json().await.expect("JSON");
+        assert_eq!(
+            body["errors"][0]["extensions"]["code"], "UNSUPPORTED_MEDIA_TYPE",
+            "{body}"
+        );
+    }
+    // The media type's parameters and case do not matter.
+    let response = app
+        .client
+        .post(app.url("/graphql"))
+        .bearer_auth(&key)
+        .header("content-type", "Application/JSON; charset=utf-8")
+        .body(r#"{"query": "{ __typename }"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+}
+
+/// A worst document per limit, each refused or answered at once.
+fn worst_documents() -> Vec<String> {
+    let limit = GraphqlConfig::default().max_document_bytes;
+    let product = "id externalId name brand url categoryPath attributes imageCover trustStatus \
+                   firstSeenAt lastSeenAt seller { name } prices { price currency } \
+                   priceHistory(first: 5) { edges { node { price } } }";
+    vec![
+        fragment_bomb(29),
+        fragment_bomb(60),
+        aliases(limit / "a9999: __typename ".len()),
+        format!("{{ {} }}", "__typename ".repeat(limit / 11)),
+        format!("{}{}", "{ me ".repeat(limit / 7), "}".repeat(limit / 7)),
+        // Within every limit: the most a data query may ask for.
+        format!("{{ products(first: 150) {{ totalCount edges {{ node {{ {product} }} }} }} }}"),
+        // Within every limit: as much introspection as it may ask for.
+        format!(
+            "{{ {} }}",
+            (0..11)
+                .map(|i| format!("s{i}: {SCHEMA_WALK}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn the_worst_documents_do_not_hold_up_health_checks_or_other_callers() {
+    let (app, key) = TestApp::demo(200, 17).await;
+    let app = std::sync::Arc::new(app);
+    let stop = Instant::now() + Duration::from_secs(4);
+    let mut attackers = Vec::new();
+    for worker in 0..4 {
+        let (app, key) = (app.clone(), key.clone());
+        attackers.push(tokio::spawn(async move {
+            let documents = worst_documents();
+            let mut answered = 0;
+            let mut turn = worker;
+            while Instant::now() < stop {
+                let query = &documents[turn % documents.len()];
+                let (status, body) = post(&app, &key, query).await;
+                assert!(status < 500, "{status}: {body}");
+                assert!(body["errors"].is_array() || body["data"].is_object());
+                answered += 1;
+                turn += 1;
+            }
+            answered
+        }));
+    }
+    let mut slowest = Duration::ZERO;
+    while Instant::now() < stop {
+        let started = Instant::now();
+        let health = app.get("/healthz").await;
+        assert_eq!(health.status(), 200);
+        let (status, body) = post(&app, &key, "{ me { id } }").await;
+        assert_eq!(status, 200, "{body}");
+        slowest = slowest.max(started.elapsed());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for attacker in attackers {
+        assert!(attacker.await.unwrap() > 0, "every attacker was answered");
+    }
+    // Before these limits one fragment bomb kept a core busy for minutes.
+    assert!(
+        slowest < Duration::from_secs(2),
+        "slowest small request: {slowest:?}"
+    );
+}
+
+#[tokio::test]
+async fn every_operation_over_the_websocket_counts_against_the_rate_limit() {
+    let app = TestApp::spawn_with(Limits {
+        rate_per_minute: 5,
+        ..Limits::default()
+    })
+    .await;
+    let key = app.key("acme").await;
+    let mut socket = ws::connect(&app, &key).await;
+    assert_eq!(
+        ws::next(&mut socket).await.unwrap()["type"],
+        "connection_ack"
+    );
+    // The connection was one request; four operations fit, then none.
+    let mut codes = Vec::new();
+    for id in 1..=6 {
+        ws::send(&mut socket, &id.to_string(), "{ me { id } }").await;
+        let reply = ws::next(&mut socket).await.expect("a reply");
+        codes.push(reply["payload"]["errors"][0]["extensions"]["code"].clone());
+        if reply["type"] == "next" {
+            assert_eq!(ws::next(&mut socket).await.unwrap()["type"], "complete");
+        }
+    }
+    let limited = json!("RATE_LIMITED");
+    assert_eq!(
+        codes,
+        [
+            Value::Null,
+            Value::Null,
+            Value::Null,
+            Value::Null,
+            limited.clone(),
+            limited
+        ]
+    );
+    // HTTP shares the same count.
+    let (status, _) = post(&app, &key, "{ __typename }").await;
+    assert_eq!(status, 429);
+}

@@ -1,0 +1,50 @@
+//! A GraphQL WebSocket client for tests (graphql-transport-ws).
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::{Message, client::IntoClientRequest};
+
+use crate::helpers::TestApp;
+
+pub type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Opens `/graphql/ws` and sends `connection_init` with `key`.
+pub async fn connect(app: &TestApp, key: &str) -> Socket {
+    let mut request = format!("ws://{}/graphql/ws", app.addr)
+        .into_client_request()
+        .unwrap();
+    request.headers_mut().insert(
+        "Sec-WebSocket-Protocol",
+        "graphql-transport-ws".parse().unwrap(),
+    );
+    let (mut socket, _) = tokio_tungstenite::connect_async(request)
+        .await
+        .expect("websocket");
+    let init = json!({ "type": "connection_init", "payload": { "Authorization": format!("Bearer {key}") } });
+    socket.send(Message::text(init.to_string())).await.unwrap();
+    socket
+}
+
+/// The next JSON message, within a few seconds; `None` once the socket
+/// closed.
+pub async fn next(socket: &mut Socket) -> Option<Value> {
+    loop {
+        let message = tokio::time::timeout(std::time::Duration::from_secs(30), socket.next())
+            .await
+            .ok()??
+            .ok()?;
+        if let Message::Text(text) = message {
+            return serde_json::from_str(&text).ok();
+        }
+    }
+}
+
+/// Sends an operation (`subscribe`) under `id`.
+pub async fn send(socket: &mut Socket, id: &str, query: &str) {
+    let subscribe = json!({ "id": id, "type": "subscribe", "payload": { "query": query } });
+    socket
+        .send(Message::text(subscribe.to_string()))
+        .await
+        .unwrap();
+}
