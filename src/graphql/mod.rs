@@ -40,10 +40,12 @@ use async_graphql_axum::{GraphQLBatchRequest, GraphQLProtocol, GraphQLWebSocket}
 use axum::Router;
 use axum::extract::State;
 use axum::extract::WebSocketUpgrade;
+use axum::extract::ws::{CloseFrame, Message};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use futures_util::future::join_all;
+use futures_util::{SinkExt, StreamExt};
 
 use crate::accounts::Caller;
 use crate::config::GraphqlConfig;
@@ -261,8 +263,10 @@ fn graphiql_assets(config: &GraphqlConfig) -> &str {
 
 /// Subscriptions over WebSocket. The key comes in the `Authorization` header
 /// of the upgrade request or, from browsers, in the `connection_init`
-/// payload (`{"Authorization": "Bearer <key>"}`); a connection counts as one
-/// request against the rate limit.
+/// payload (`{"Authorization": "Bearer <key>"}`); opening a connection counts
+/// as one request against the rate limit, and so does each operation sent
+/// on it (`response::OverWebSocket`). Once its key is revoked, the
+/// connection is closed with code 4403 and its subscriptions end.
 async fn subscribe(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -272,8 +276,11 @@ async fn subscribe(
     let schema = state.graphql.subscriptions.clone();
     upgrade
         .protocols(ALL_WEBSOCKET_PROTOCOLS)
-        .on_upgrade(move |socket| {
-            GraphQLWebSocket::new(socket, schema, protocol)
+        .on_upgrade(move |socket| async move {
+            let revocations = state.revocations.clone();
+            let (admitted_tx, admitted) = tokio::sync::oneshot::channel();
+            let (mut sink, stream) = socket.split();
+            let served = GraphQLWebSocket::new_with_pair(&mut sink, stream, schema, protocol)
                 .on_connection_init(move |payload| async move {
                     let mut headers = headers;
                     if let Some(value) = payload
@@ -286,6 +293,7 @@ async fn subscribe(
                     let admission = access::admit(&state, &headers)
                         .await
                         .map_err(|(error, _)| gql(error))?;
+                    let _ = admitted_tx.send(admission.caller.key_id);
                     let loaders = Loaders::new(&state.db);
                     let mut data = Data::default();
                     data.insert(Arc::new(RequestData {
@@ -295,7 +303,24 @@ async fn subscribe(
                     }));
                     Ok(data)
                 })
-                .serve()
+                .serve();
+            let revoked = async {
+                match admitted.await {
+                    Ok(key) => revocations.watch(key).revoked().await,
+                    // Never admitted: the protocol closes the socket.
+                    Err(_) => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                () = served => {}
+                () = revoked => {
+                    let close = CloseFrame {
+                        code: 4403,
+                        reason: "The API key of this connection was revoked.".into(),
+                    };
+                    let _ = sink.send(Message::Close(Some(close))).await;
+                }
+            }
         })
 }
 

@@ -17,6 +17,7 @@ use crate::config::Settings;
 use crate::events::SessionEvents;
 use crate::graphql::Schemas;
 use crate::http::ApiError;
+use crate::http::revocations::Revocations;
 use crate::limits::RateLimiter;
 
 /// What every request handler can reach.
@@ -31,6 +32,8 @@ pub struct AppState {
     pub graphql: Arc<Schemas>,
     /// Live session progress for GraphQL subscriptions.
     pub events: SessionEvents,
+    /// The keys of open WebSockets, watched for revocation.
+    pub revocations: Arc<Revocations>,
 }
 
 impl AppState {
@@ -50,6 +53,7 @@ impl AppState {
                 events.listen(&db);
                 events
             },
+            revocations: Revocations::start(&db),
             db,
             settings,
         }

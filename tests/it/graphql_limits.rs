@@ -2,15 +2,19 @@
 //! validated or run (fields after fragment expansion, aliases, depth,
 //! introspection's cost, size), an admitted request has a deadline, a
 //! body that is not a GraphQL request is refused, and the WebSocket obeys
-//! the rate limit like HTTP.
+//! the rate limit and a key's revocation like HTTP.
 
 use std::time::{Duration, Instant};
 
+use futures_util::StreamExt;
 use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+use vitrina::clock::Clock;
 use vitrina::config::{GraphqlConfig, Settings};
 use vitrina::limits::Limits;
 
 use crate::helpers::TestApp;
+use crate::pipeline::{item, send};
 use crate::ws;
 
 /// POSTs a query; the status and the JSON body.
@@ -426,4 +430,46 @@ async fn every_operation_over_the_websocket_counts_against_the_rate_limit() {
     // HTTP shares the same count.
     let (status, _) = post(&app, &key, "{ __typename }").await;
     assert_eq!(status, 429);
+}
+
+#[tokio::test]
+async fn a_revoked_key_closes_its_sockets_and_their_subscriptions_within_a_second() {
+    let app = TestApp::spawn().await;
+    let created = vitrina::accounts::create_key(&app.db, "acme", app.clock.now())
+        .await
+        .unwrap();
+    let (key, key_id) = (created.secret, created.key.id);
+    let other = app.key("acme").await;
+    let session = send(&app, &key, vec![item("1")]).await;
+    let subscription =
+        format!("subscription {{ scrapeSessionUpdated(id: \"{session}\") {{ status }} }}");
+    let mut revoked = ws::connect(&app, &key).await;
+    let mut kept = ws::connect(&app, &other).await;
+    for socket in [&mut revoked, &mut kept] {
+        assert_eq!(ws::next(socket).await.unwrap()["type"], "connection_ack");
+        ws::send(socket, "1", &subscription).await;
+        assert_eq!(ws::next(socket).await.unwrap()["type"], "next");
+    }
+    vitrina::accounts::revoke_key(&app.db, key_id, app.clock.now())
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let close = loop {
+        match tokio::time::timeout(Duration::from_secs(5), revoked.next()).await {
+            Ok(Some(Ok(Message::Close(frame)))) => break frame,
+            Ok(Some(Ok(_))) => continue,
+            other => panic!("the socket was not closed: {other:?}"),
+        }
+    };
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    let close = close.expect("a close frame");
+    assert_eq!(u16::from(close.code), 4403, "{close:?}");
+    // The other key's socket and its subscription go on: a merge is pushed.
+    app.jobs().tick().await.unwrap();
+    let update = ws::next(&mut kept).await.expect("an update");
+    assert_eq!(update["type"], "next", "{update}");
 }

@@ -1,0 +1,127 @@
+//! A revoked key ends the WebSocket connections it opened. An HTTP request
+//! has its key checked each time; a WebSocket only when it opens, so each
+//! process watches the keys of its open sockets and asks the database every
+//! [`POLL`] whether any was revoked. A key revoked anywhere (by the CLI, on
+//! another replica, on either database) ends its sockets, and their
+//! subscriptions, on every replica within that time. The poll reads the
+//! watched keys by primary key, and only while a socket is open.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use entity::api_key;
+use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QuerySelect};
+use tokio::sync::watch;
+use uuid::Uuid;
+
+/// How often the watched keys are looked up.
+pub const POLL: Duration = Duration::from_millis(400);
+
+/// The keys this process's open sockets were admitted with.
+#[derive(Default)]
+pub struct Revocations {
+    watched: Mutex<HashMap<Uuid, Watched>>,
+}
+
+struct Watched {
+    sockets: usize,
+    revoked: watch::Sender<bool>,
+}
+
+impl Revocations {
+    /// Starts watching over `db` until the runtime ends.
+    pub fn start(db: &DatabaseConnection) -> Arc<Self> {
+        let revocations = Arc::new(Revocations::default());
+        let weak = Arc::downgrade(&revocations);
+        let db = db.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(POLL);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(revocations) = weak.upgrade() else {
+                    return;
+                };
+                if let Err(e) = revocations.poll(&db).await {
+                    tracing::warn!(error = %e, "could not look up revoked API keys");
+                }
+            }
+        });
+        revocations
+    }
+
+    /// Watches `key` for as long as the returned value lives.
+    pub fn watch(self: &Arc<Self>, key: Uuid) -> Watch {
+        let mut watched = self.lock();
+        let entry = watched.entry(key).or_insert_with(|| Watched {
+            sockets: 0,
+            revoked: watch::channel(false).0,
+        });
+        entry.sockets += 1;
+        Watch {
+            key,
+            revoked: entry.revoked.subscribe(),
+            revocations: self.clone(),
+        }
+    }
+
+    /// Tells the sockets of every watched key revoked since.
+    async fn poll(&self, db: &DatabaseConnection) -> Result<(), sea_orm::DbErr> {
+        let keys: Vec<Uuid> = self.lock().keys().copied().collect();
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let revoked: Vec<Uuid> = api_key::Entity::find()
+            .select_only()
+            .column(api_key::Column::Id)
+            .filter(api_key::Column::Id.is_in(keys))
+            .filter(api_key::Column::RevokedAt.is_not_null())
+            .into_tuple()
+            .all(db)
+            .await?;
+        let watched = self.lock();
+        for key in revoked {
+            if let Some(entry) = watched.get(&key) {
+                entry.revoked.send_replace(true);
+            }
+        }
+        Ok(())
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<Uuid, Watched>> {
+        // A map of counters: a panicking holder leaves nothing half done.
+        self.watched
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// One socket's watch over its key.
+pub struct Watch {
+    key: Uuid,
+    revoked: watch::Receiver<bool>,
+    revocations: Arc<Revocations>,
+}
+
+impl Watch {
+    /// Resolves once the key is revoked.
+    pub async fn revoked(&mut self) {
+        if self.revoked.wait_for(|revoked| *revoked).await.is_err() {
+            // The sender lives as long as this watch: never reached.
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let mut watched = self.revocations.lock();
+        if let Some(entry) = watched.get_mut(&self.key) {
+            entry.sockets -= 1;
+            if entry.sockets == 0 {
+                watched.remove(&self.key);
+            }
+        }
+    }
+}
