@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
+use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, Request, Response};
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::classify::ServerErrorsFailureClass;
@@ -36,6 +37,8 @@ pub fn apply(router: Router, http: &HttpConfig) -> Router {
             body_rate::enforce,
         ))
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
+        // axum's extractors have their own limit (2 MB); this one is ours.
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(axum::middleware::map_response(json_payload_too_large))
         .layer(CompressionLayer::new())
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))

@@ -832,6 +832,33 @@ async fn retention_deletes_old_submissions_and_fires_nothing() {
     );
 }
 
+#[tokio::test]
+async fn an_upload_of_up_to_8_mib_is_taken_whole() {
+    let app = TestApp::spawn().await;
+    let key = app.key("acme").await;
+    // 1,000 items of about 7 KB: more than axum's own 2 MB default.
+    let items: Vec<Value> = (0..1000)
+        .map(|i| {
+            let big = with(item(&i.to_string()), &["name"], json!("н".repeat(1000)));
+            with(big, &["attributes"], json!({ "описание": "x".repeat(4096) }))
+        })
+        .collect();
+    let body = serde_json::to_vec(&upload(items)).unwrap();
+    assert!((6 << 20..8 << 20).contains(&body.len()), "{}", body.len());
+    let response = app
+        .client
+        .post(app.url("/extension/v1/scrapes"))
+        .bearer_auth(&key)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 202);
+    let session: Value = response.json().await.unwrap();
+    assert_eq!(session["data"]["stats"]["total"], 1000, "{session}");
+}
+
 mod live {
     use futures_util::SinkExt;
     use serde_json::{Value, json};
