@@ -3,9 +3,11 @@
 //! ticks every few seconds; `vitrina jobs run-once` ticks once. The jobs take
 //! time from the injected clock; only the pause between ticks is real time.
 
+use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 use chrono::TimeDelta;
+use futures_util::FutureExt;
 use sea_orm::{DatabaseConnection, DbErr};
 
 use super::merge::{self, MergeReport, MergeSettings};
@@ -94,14 +96,18 @@ impl Jobs {
     }
 
     /// Ticks every `every` until the process ends; a failed tick is logged and
-    /// the next one tries again.
+    /// the next one tries again. So is a tick that panicked: its transactions
+    /// roll back, its claims run out, and a submission that keeps failing is
+    /// ended by its attempt count, so one bad row cannot stop the jobs.
     pub async fn run(self, every: Duration) {
         let mut interval = tokio::time::interval(every);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             interval.tick().await;
-            if let Err(e) = self.tick().await {
-                tracing::error!(error = %e, "job tick failed");
+            match AssertUnwindSafe(self.tick()).catch_unwind().await {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => tracing::error!(error = %e, "job tick failed"),
+                Err(_) => tracing::error!("job tick panicked; the next tick tries again"),
             }
         }
     }
