@@ -840,7 +840,11 @@ async fn an_upload_of_up_to_8_mib_is_taken_whole() {
     let items: Vec<Value> = (0..1000)
         .map(|i| {
             let big = with(item(&i.to_string()), &["name"], json!("н".repeat(1000)));
-            with(big, &["attributes"], json!({ "описание": "x".repeat(4096) }))
+            with(
+                big,
+                &["attributes"],
+                json!({ "описание": "x".repeat(4096) }),
+            )
         })
         .collect();
     let body = serde_json::to_vec(&upload(items)).unwrap();
