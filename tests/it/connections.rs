@@ -8,17 +8,18 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::routing::get;
-use futures_util::{SinkExt, StreamExt};
+use futures_util::SinkExt;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::task::JoinSet;
 use tokio::time::{sleep, timeout};
-use tokio_tungstenite::tungstenite::{Message, client::IntoClientRequest};
+use tokio_tungstenite::tungstenite::Message;
 use vitrina::config::{HttpConfig, Settings};
 
 use crate::helpers::TestApp;
 use crate::pipeline::{item, upload};
+use crate::ws;
 
 const HEALTHZ: &[u8] = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
 
@@ -305,44 +306,23 @@ async fn with_the_connection_cap_reached_the_next_connection_waits_until_one_clo
 async fn a_websocket_outlives_the_timeouts_that_close_an_idle_connection() {
     let app = spawn(timeouts(300)).await;
     let key = app.key("acme").await;
-    let mut request = format!("ws://{}/graphql/ws", app.addr)
-        .into_client_request()
-        .unwrap();
-    request.headers_mut().insert(
-        "Sec-WebSocket-Protocol",
-        "graphql-transport-ws".parse().unwrap(),
-    );
-    let (mut socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+    let mut socket = ws::open(&app).await;
     let mut idle = TcpStream::connect(app.addr).await.unwrap();
     assert_eq!(ask(&mut idle, HEALTHZ).await.status, 200);
 
     sleep(Duration::from_secs(1)).await;
     closed(idle, Duration::from_millis(100)).await;
-    let init = json!({ "type": "connection_init", "payload": { "Authorization": format!("Bearer {key}") } });
-    socket.send(Message::text(init.to_string())).await.unwrap();
-    assert_eq!(next_json(&mut socket).await["type"], "connection_ack");
+    ws::init(&mut socket, &key).await;
+    assert_eq!(
+        ws::next(&mut socket).await.unwrap()["type"],
+        "connection_ack"
+    );
     sleep(Duration::from_secs(1)).await;
     socket
         .send(Message::text(json!({ "type": "ping" }).to_string()))
         .await
         .unwrap();
-    assert_eq!(next_json(&mut socket).await["type"], "pong");
-}
-
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-async fn next_json(socket: &mut Socket) -> Value {
-    loop {
-        let message = timeout(Duration::from_secs(5), socket.next())
-            .await
-            .expect("a message")
-            .expect("open")
-            .expect("a frame");
-        if let Message::Text(text) = message {
-            return serde_json::from_str(&text).unwrap();
-        }
-    }
+    assert_eq!(ws::next(&mut socket).await.unwrap()["type"], "pong");
 }
 
 async fn panics() -> &'static str {

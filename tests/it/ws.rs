@@ -11,6 +11,13 @@ pub type Socket =
 
 /// Opens `/graphql/ws` and sends `connection_init` with `key`.
 pub async fn connect(app: &TestApp, key: &str) -> Socket {
+    let mut socket = open(app).await;
+    init(&mut socket, key).await;
+    socket
+}
+
+/// Opens `/graphql/ws`, saying nothing yet.
+pub async fn open(app: &TestApp) -> Socket {
     let mut request = format!("ws://{}/graphql/ws", app.addr)
         .into_client_request()
         .unwrap();
@@ -18,12 +25,16 @@ pub async fn connect(app: &TestApp, key: &str) -> Socket {
         "Sec-WebSocket-Protocol",
         "graphql-transport-ws".parse().unwrap(),
     );
-    let (mut socket, _) = tokio_tungstenite::connect_async(request)
+    let (socket, _) = tokio_tungstenite::connect_async(request)
         .await
         .expect("websocket");
+    socket
+}
+
+/// Sends `connection_init` with `key`.
+pub async fn init(socket: &mut Socket, key: &str) {
     let init = json!({ "type": "connection_init", "payload": { "Authorization": format!("Bearer {key}") } });
     socket.send(Message::text(init.to_string())).await.unwrap();
-    socket
 }
 
 /// The next JSON message, within a few seconds; `None` once the socket

@@ -30,7 +30,7 @@ use entity::{SubmissionStatus, scrape_session, submission};
 use sea_orm::sea_query::{Expr, LockBehavior, LockType, Query};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbErr, EntityTrait,
-    ExprTrait, FromQueryResult, QueryFilter, TransactionTrait,
+    ExprTrait, FromQueryResult, QueryFilter, TransactionTrait, UpdateMany,
 };
 
 use super::completion;
@@ -77,9 +77,9 @@ pub struct Claimed {
 /// huge value) is cut.
 const MAX_REASON: usize = 1024;
 
-/// Returns submissions whose lease ran out to `pending`.
-pub async fn release_expired(db: &impl ConnectionTrait, now: DateTime<Utc>) -> Result<u64, DbErr> {
-    let result = submission::Entity::update_many()
+/// An update of submissions back to `pending`, unleased.
+fn back_to_pending() -> UpdateMany<submission::Entity> {
+    submission::Entity::update_many()
         .col_expr(
             submission::Column::Status,
             Expr::val(SubmissionStatus::Pending.as_str()),
@@ -88,6 +88,11 @@ pub async fn release_expired(db: &impl ConnectionTrait, now: DateTime<Utc>) -> R
             submission::Column::LeaseExpiresAt,
             Expr::val(Option::<DateTime<Utc>>::None),
         )
+}
+
+/// Returns submissions whose lease ran out to `pending`.
+pub async fn release_expired(db: &impl ConnectionTrait, now: DateTime<Utc>) -> Result<u64, DbErr> {
+    let result = back_to_pending()
         .filter(submission::Column::Status.eq(SubmissionStatus::Processing))
         .filter(submission::Column::LeaseExpiresAt.lt(now))
         .exec(db)
@@ -162,15 +167,7 @@ pub async fn run_pass(
 /// instead of after the lease. When the database is still down this fails
 /// too, and the lease returns them.
 async fn hand_back(db: &DatabaseConnection, ids: &[i64], lease: Option<DateTime<Utc>>) {
-    let handed = submission::Entity::update_many()
-        .col_expr(
-            submission::Column::Status,
-            Expr::val(SubmissionStatus::Pending.as_str()),
-        )
-        .col_expr(
-            submission::Column::LeaseExpiresAt,
-            Expr::val(Option::<DateTime<Utc>>::None),
-        )
+    let handed = back_to_pending()
         .filter(submission::Column::Id.is_in(ids.iter().copied()))
         .filter(submission::Column::Status.eq(SubmissionStatus::Processing))
         .filter(submission::Column::LeaseExpiresAt.eq(lease))
