@@ -124,7 +124,7 @@ async fn find_by_key(
 /// Creates a scrape session with its items as pending submissions. With an
 /// `Idempotency-Key` already used by this account, answers the first session
 /// (and `Idempotent-Replayed: true`) instead of creating another.
-#[utoipa::path(post, path = "/scrapes", tag = "extension",
+#[utoipa::path(post, operation_id = "uploadScrapes", path = "/scrapes", tag = "extension",
     request_body = Upload,
     params(("Idempotency-Key" = Option<String>, Header, description = "Makes a retried upload return the first session")),
     responses(

@@ -139,7 +139,7 @@ pub struct CreateBody {
 }
 
 /// The caller's subscriptions, oldest first.
-#[utoipa::path(get, path = "/webhooks", tag = "webhooks",
+#[utoipa::path(get, operation_id = "listWebhooks", path = "/webhooks", tag = "webhooks",
     responses(
         (status = 200, body = SubscriptionList),
         (status = 401, body = ErrorBody), (status = 429, body = ErrorBody),
@@ -156,7 +156,7 @@ pub async fn list(
 }
 
 /// Creates a subscription: 201 with its secret, shown only here.
-#[utoipa::path(post, path = "/webhooks", tag = "webhooks",
+#[utoipa::path(post, operation_id = "createWebhook", path = "/webhooks", tag = "webhooks",
     request_body = CreateBody,
     responses(
         (status = 201, body = CreatedEnvelope),
@@ -194,7 +194,7 @@ pub async fn create(
 }
 
 /// Disables a subscription (final; repeating it changes nothing).
-#[utoipa::path(delete, path = "/webhooks/{id}", tag = "webhooks",
+#[utoipa::path(delete, operation_id = "disableWebhook", path = "/webhooks/{id}", tag = "webhooks",
     params(("id" = Uuid, Path, description = "The subscription")),
     responses(
         (status = 200, body = SubscriptionEnvelope),
@@ -217,7 +217,7 @@ pub async fn disable(
 }
 
 /// The subscription's newest deliveries, newest first, with every attempt.
-#[utoipa::path(get, path = "/webhooks/{id}/deliveries", tag = "webhooks",
+#[utoipa::path(get, operation_id = "listWebhookDeliveries", path = "/webhooks/{id}/deliveries", tag = "webhooks",
     params(("id" = Uuid, Path, description = "The subscription")),
     responses(
         (status = 200, body = DeliveryList),

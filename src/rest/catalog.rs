@@ -31,7 +31,7 @@ fn marketplace(value: Option<String>) -> Result<Option<Marketplace>, ApiError> {
 /// Categories of one marketplace (required: taxonomies differ per marketplace),
 /// from the latest daily snapshot; may lag same-day scrapes by up to 24 hours.
 /// Ordered by product_count desc, then path.
-#[utoipa::path(get, path = "/categories", tag = "catalog", params(MarketplaceQuery),
+#[utoipa::path(get, operation_id = "listCategories", path = "/categories", tag = "catalog", params(MarketplaceQuery),
     responses(
         (status = 200, body = CategoryList),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 429, body = ErrorBody),
@@ -52,7 +52,7 @@ pub async fn categories(
 /// Brands of one marketplace, or of all marketplaces without the parameter
 /// (a brand is one entity across marketplaces), from the latest daily
 /// snapshot. Ordered by product_count desc, then brand.
-#[utoipa::path(get, path = "/brands", tag = "catalog", params(MarketplaceQuery),
+#[utoipa::path(get, operation_id = "listBrands", path = "/brands", tag = "catalog", params(MarketplaceQuery),
     responses(
         (status = 200, body = BrandList),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 429, body = ErrorBody),

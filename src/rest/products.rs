@@ -54,7 +54,7 @@ pub struct ProductsQuery {
 }
 
 /// Products matching the filters, newest first (`first_seen_at` desc, then id).
-#[utoipa::path(get, path = "/products", tag = "products", params(ProductsQuery),
+#[utoipa::path(get, operation_id = "listProducts", path = "/products", tag = "products", params(ProductsQuery),
     responses(
         (status = 200, body = ProductPage),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 429, body = ErrorBody),
@@ -97,7 +97,7 @@ pub async fn list(
 }
 
 /// One product by its internal id.
-#[utoipa::path(get, path = "/products/{id}", tag = "products",
+#[utoipa::path(get, operation_id = "getProduct", path = "/products/{id}", tag = "products",
     params(("id" = uuid::Uuid, Path, description = "Internal product id")),
     responses(
         (status = 200, body = ProductEnvelope),
@@ -135,7 +135,7 @@ pub struct PriceHistoryQuery {
 }
 
 /// The full price and stock history of one product, newest first.
-#[utoipa::path(get, path = "/products/{id}/price-history", tag = "products",
+#[utoipa::path(get, operation_id = "listPriceHistory", path = "/products/{id}/price-history", tag = "products",
     params(("id" = uuid::Uuid, Path, description = "Internal product id"), PriceHistoryQuery),
     responses(
         (status = 200, body = PriceHistoryPage),

@@ -29,7 +29,7 @@ pub struct PageQuery {
 }
 
 /// The caller's scrape sessions, most recent first.
-#[utoipa::path(get, path = "/me/scrapes", tag = "scrapes", params(PageQuery),
+#[utoipa::path(get, operation_id = "listScrapeSessions", path = "/me/scrapes", tag = "scrapes", params(PageQuery),
     responses((status = 200, body = SessionPage), (status = 401, body = ErrorBody), (status = 429, body = ErrorBody)),
     security(("bearerAuth" = [])))]
 pub async fn list(
@@ -50,7 +50,7 @@ pub async fn list(
 }
 
 /// One of the caller's sessions; another account's session is not found.
-#[utoipa::path(get, path = "/me/scrapes/{id}", tag = "scrapes",
+#[utoipa::path(get, operation_id = "getScrapeSession", path = "/me/scrapes/{id}", tag = "scrapes",
     params(("id" = uuid::Uuid, Path, description = "Scrape session id")),
     responses(
         (status = 200, body = SessionEnvelope),
@@ -69,7 +69,7 @@ pub async fn get(
 /// Every submission of one of the caller's sessions in submission order, with
 /// `product` null until merged. Rows with a product count against the daily
 /// quota; a page that would pass it is refused whole and costs nothing.
-#[utoipa::path(get, path = "/me/scrapes/{id}/products", tag = "scrapes",
+#[utoipa::path(get, operation_id = "listScrapeSessionProducts", path = "/me/scrapes/{id}/products", tag = "scrapes",
     params(("id" = uuid::Uuid, Path, description = "Scrape session id"), PageQuery),
     responses(
         (status = 200, body = SessionProductPage,

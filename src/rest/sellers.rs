@@ -31,7 +31,7 @@ pub struct SellersQuery {
 
 /// Sellers matching every given parameter, ordered by marketplace then seller_id.
 /// One legal entity can sell under one TIN on several marketplaces.
-#[utoipa::path(get, path = "/sellers", tag = "sellers", params(SellersQuery),
+#[utoipa::path(get, operation_id = "listSellers", path = "/sellers", tag = "sellers", params(SellersQuery),
     responses(
         (status = 200, body = SellerList),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 429, body = ErrorBody),

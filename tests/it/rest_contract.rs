@@ -402,3 +402,36 @@ async fn plan_of(app: &TestApp, filter: &ProductFilter) -> String {
     let query = filter.select().limit(101).build(DbBackend::Postgres);
     explain(app, "EXPLAIN", query, "SET LOCAL enable_seqscan = off").await
 }
+
+#[tokio::test]
+async fn every_operation_has_its_own_id_naming_its_verb_and_noun() {
+    let app = TestApp::spawn().await;
+    for path in ["/v1/openapi.json", "/extension/v1/openapi.json"] {
+        let doc: Value = app.get(path).await.json().await.unwrap();
+        let mut ids: Vec<&str> = doc["paths"]
+            .as_object()
+            .expect("paths")
+            .values()
+            .flat_map(|item| item.as_object().expect("a path item").values())
+            .map(|operation| operation["operationId"].as_str().expect("an operationId"))
+            .collect();
+        assert!(!ids.is_empty(), "{path}");
+        // What client generators name their methods after: a verb, then the
+        // noun in camelCase (`listProducts`), never a bare handler name.
+        for id in &ids {
+            let verb = ["list", "get", "create", "disable", "upload"]
+                .into_iter()
+                .find(|verb| id.starts_with(verb));
+            let noun = verb.map(|verb| &id[verb.len()..]);
+            assert!(
+                noun.is_some_and(|noun| noun.starts_with(|c: char| c.is_ascii_uppercase())
+                    && noun.chars().all(|c| c.is_ascii_alphanumeric())),
+                "{path}: {id}"
+            );
+        }
+        let count = ids.len();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), count, "{path}: an operationId is used twice");
+    }
+}
