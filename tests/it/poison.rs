@@ -118,6 +118,31 @@ async fn refuse_poison_products(app: &TestApp) {
 /// grow, and writing a product first writes a megabyte elsewhere
 /// (SQLITE_FULL); PostgreSQL answers with its own code for it (`disk_full`,
 /// SQLSTATE 53100). Everything before that write still works.
+/// Makes the database fail every product insert with an error that is
+/// nobody's known fault, as a schema out of step with the code would (or,
+/// `broken` false, stop failing).
+async fn break_product_writes(app: &TestApp, broken: bool) {
+    let statements: &[&str] = match (app.db.get_database_backend(), broken) {
+        (DbBackend::Postgres, false) => &["DROP TRIGGER broken ON products"],
+        (_, false) => &["DROP TRIGGER broken"],
+        (DbBackend::Postgres, true) => &[
+            "CREATE FUNCTION broken() RETURNS trigger LANGUAGE plpgsql \
+             AS $$ BEGIN RAISE EXCEPTION 'out of step' USING ERRCODE = 'P0001'; END $$",
+            "CREATE TRIGGER broken BEFORE INSERT ON products \
+             FOR EACH ROW EXECUTE FUNCTION broken()",
+        ],
+        (_, true) => &[
+            "CREATE TABLE gone (x INTEGER)",
+            "CREATE TRIGGER broken BEFORE INSERT ON products \
+             BEGIN INSERT INTO gone VALUES (1); END",
+            "DROP TABLE gone",
+        ],
+    };
+    for sql in statements {
+        app.db.execute_unprepared(sql).await.unwrap();
+    }
+}
+
 async fn fail_product_writes(app: &TestApp, failing: bool) {
     let statements: &[&str] = match (app.db.get_database_backend(), failing) {
         (DbBackend::Postgres, true) => &[
@@ -260,7 +285,13 @@ async fn a_failing_database_rejects_nothing_and_the_item_merges_once_it_is_back(
         (SubmissionStatus::Pending, ""),
         "handed back for the next pass"
     );
-    assert_eq!(attempts(&app, session).await, [1]);
+    // Not the item's doing: the attempt does not count, however long the
+    // database fails.
+    assert_eq!(attempts(&app, session).await, [0]);
+    for _ in 0..JobsConfig::default().merge_max_attempts + 1 {
+        assert!(app.jobs().tick().await.is_err());
+    }
+    assert_eq!(attempts(&app, session).await, [0]);
 
     fail_product_writes(&app, false).await;
     let report = app.jobs().tick().await.expect("the tick completes").merge;
@@ -280,12 +311,12 @@ async fn a_submission_whose_merges_never_finish_is_rejected_after_the_configured
     .await;
     let (alpha, beta) = (app.key("alpha").await, app.key("beta").await);
     let stuck = send(&app, &alpha, vec![item("1")]).await;
-    fail_product_writes(&app, true).await;
+    break_product_writes(&app, true).await;
     for attempt in 1..=2 {
         assert!(app.jobs().tick().await.is_err());
         assert_eq!(attempts(&app, stuck).await, [attempt]);
     }
-    fail_product_writes(&app, false).await;
+    break_product_writes(&app, false).await;
     let other = send(&app, &beta, vec![item("2")]).await;
 
     let report = app.jobs().tick().await.expect("the tick completes").merge;
@@ -768,4 +799,22 @@ async fn a_product_keeps_a_bounded_number_of_languages() {
     send(&app, &key, vec![in_language(0), item("1")]).await;
     let report = app.jobs().tick().await.unwrap().merge;
     assert_eq!((report.merged, report.rejected), (2, 0));
+
+    // Russian is never refused, however many languages the product has: it
+    // becomes the default, and the old default one more translation.
+    let of_two = |language: &str| with(item("2"), &["language"], json!(language));
+    let mut first = vec![of_two("en")];
+    first.extend((0..limits::TRANSLATIONS).map(|i| of_two(&language(i))));
+    send(&app, &key, first).await;
+    app.jobs().tick().await.unwrap();
+    send(&app, &key, vec![of_two("ru")]).await;
+    let report = app.jobs().tick().await.unwrap().merge;
+    assert_eq!((report.merged, report.rejected), (1, 0));
+    let two = product::Entity::find()
+        .filter(product::Column::ExternalId.eq("2"))
+        .one(&app.db)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(two.default_language, "ru");
 }

@@ -14,7 +14,8 @@
 //!   Russian content becomes the default and the old default moves to the
 //!   translations. Items in other languages upsert their translation. A
 //!   product keeps at most `limits::TRANSLATIONS` languages besides its
-//!   default one: an item that would add one more is rejected.
+//!   default one: an item that would add one more is rejected, unless it is
+//!   Russian (the old default then moves to the translations, one more).
 //! - Prices: each price updates the current price of its variant (country,
 //!   region, auth status) and appends a history observation, unless it repeats
 //!   the current values (price, old price, currency, stock) exactly, in which
@@ -35,7 +36,8 @@ use entity::{
 use sea_orm::sea_query::{Expr, OnConflict, Query};
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DbErr,
-    EntityTrait, ExprTrait, IntoActiveModel, NotSet, QueryFilter, QuerySelect, sea_query::LockType,
+    EntityTrait, ExprTrait, IntoActiveModel, NotSet, PaginatorTrait, QueryFilter, QuerySelect,
+    sea_query::LockType,
 };
 use serde_json::Value;
 use uuid::Uuid;
@@ -69,11 +71,10 @@ pub async fn apply(
     let seller = upsert_seller(db, item, observed_at).await?;
     let (mut product, created) = find_or_create_product(db, item, seller.id, observed_at).await?;
     let newest = created || observed_at >= product.last_seen_at;
-    if !created {
-        if let Some(reason) = refuse_new_language(db, &product, &item.language).await? {
-            return Ok(Outcome::Rejected(reason));
-        }
-        merge_content(db, &mut product, item, observed_at, newest).await?;
+    if !created
+        && let Some(reason) = merge_content(db, &mut product, item, observed_at, newest).await?
+    {
+        return Ok(Outcome::Rejected(reason));
     }
     if newest {
         product.url = text::normalize_url(&item.url);
@@ -249,47 +250,25 @@ async fn find_or_create_product(
     Ok((found, created))
 }
 
-/// Refuses an item in a language its product lacks once the product has
-/// `limits::TRANSLATIONS` translations: every merge reindexes every language
-/// of its product, so their number is bounded.
-async fn refuse_new_language(
-    db: &impl ConnectionTrait,
-    product: &product::Model,
-    language: &str,
-) -> Result<Option<String>, DbErr> {
-    if language == product.default_language {
-        return Ok(None);
-    }
-    let known: Vec<String> = product_translation::Entity::find()
-        .select_only()
-        .column(product_translation::Column::Language)
-        .filter(product_translation::Column::ProductId.eq(product.id))
-        .into_tuple()
-        .all(db)
-        .await?;
-    if known.len() < limits::TRANSLATIONS || known.iter().any(|l| l == language) {
-        return Ok(None);
-    }
-    Ok(Some(format!(
-        "language {language} would be one more than the {} translations a product keeps",
-        limits::TRANSLATIONS
-    )))
-}
-
-/// Applies the item's language content to an existing product.
+/// Applies the item's language content to an existing product; the reason
+/// when the item is refused: a language the product lacks, once it has
+/// `limits::TRANSLATIONS` translations (every merge reindexes every
+/// language of its product, so their number is bounded). Russian is never
+/// refused: it becomes the default, moving the old one among the
+/// translations, which may then hold one more.
 async fn merge_content(
     db: &impl ConnectionTrait,
     product: &mut product::Model,
     item: &ScrapedItem,
     at: DateTime<Utc>,
     newest: bool,
-) -> Result<(), DbErr> {
+) -> Result<Option<String>, DbErr> {
     let language = item.language.as_str();
     if language == product.default_language {
         if newest {
             set_main(product, item);
         }
-        return Ok(());
+        return Ok(None);
     }
     if language == PRIMARY_LANGUAGE {
         // Russian arrives for a product known so far in another language:
@@ -308,11 +287,23 @@ async fn merge_content(
             .await?;
         product.default_language = PRIMARY_LANGUAGE.to_owned();
         set_main(product, item);
-        return Ok(());
+        return Ok(None);
     }
     let existing = product_translation::Entity::find_by_id((product.id, language.to_owned()))
         .one(db)
         .await?;
+    if existing.is_none() {
+        let translations = product_translation::Entity::find()
+            .filter(product_translation::Column::ProductId.eq(product.id))
+            .count(db)
+            .await?;
+        if translations >= limits::TRANSLATIONS as u64 {
+            return Ok(Some(format!(
+                "language {language} would be one more than the {} translations a product keeps",
+                limits::TRANSLATIONS
+            )));
+        }
+    }
     if existing.is_none_or(|t| t.updated_at <= at) {
         let translation = product_translation::Model {
             product_id: product.id,
@@ -324,7 +315,7 @@ async fn merge_content(
         };
         upsert_translation(db, translation).await?;
     }
-    Ok(())
+    Ok(None)
 }
 
 fn set_main(product: &mut product::Model, item: &ScrapedItem) {

@@ -1,36 +1,34 @@
-//! Whose fault a failed write is. An error of the database itself (it cannot
-//! be reached, is out of space or memory, was shut down, chose this
-//! transaction as a deadlock victim) says nothing about the item: the item is
-//! kept for a later pass. Every other error writing an item (a value too long
-//! for an index, text the database refuses, a constraint) is the item's, and
-//! rejects it alone.
+//! Whose fault a failed write is.
+//!
+//! - The item's: the database refused what the item carries (a value too
+//!   long for an index, text or a number it cannot hold, a constraint). The
+//!   item is rejected alone, with the error as its reason.
+//! - The database's: it cannot be reached, is out of space or memory, was
+//!   shut down, chose this transaction as a deadlock victim. That says
+//!   nothing about the item: it is kept for a later pass, and the attempt
+//!   does not count against it.
+//! - Anything else (an error of our own code or of a schema that does not
+//!   match it): the item is kept too, but the attempt counts, so an item
+//!   that keeps causing it is rejected after the configured attempts, and
+//!   no error empties the backlog at once.
 
 use sea_orm::sqlx::postgres::PgDatabaseError;
 use sea_orm::sqlx::sqlite::SqliteError;
 use sea_orm::sqlx::{self, error::DatabaseError};
 use sea_orm::{DbErr, RuntimeErr};
 
-/// True when `err` is the database's fault rather than the item's.
-pub fn is_database_fault(err: &DbErr) -> bool {
-    match err {
-        DbErr::ConnectionAcquire(_) | DbErr::Conn(_) => true,
-        DbErr::Exec(RuntimeErr::SqlxError(e)) | DbErr::Query(RuntimeErr::SqlxError(e)) => {
-            match e.as_ref() {
-                sqlx::Error::Database(db) => is_fault_code(db.as_ref()),
-                sqlx::Error::Io(_)
-                | sqlx::Error::Tls(_)
-                | sqlx::Error::Protocol(_)
-                | sqlx::Error::PoolTimedOut
-                | sqlx::Error::PoolClosed
-                | sqlx::Error::WorkerCrashed
-                | sqlx::Error::BeginFailed => true,
-                _ => false,
-            }
-        }
-        _ => false,
-    }
+/// Whose fault a failed write is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    Item,
+    Database,
+    Unknown,
 }
 
+/// PostgreSQL SQLSTATE classes of what a value carries: data exception,
+/// integrity constraint violation, program limit exceeded (an index row
+/// too big).
+const POSTGRES_ITEM_CLASSES: &[&str] = &["22", "23", "54"];
 /// PostgreSQL SQLSTATE classes of the server's own trouble: connection
 /// exception, transaction rollback (serialization failure, deadlock),
 /// insufficient resources, operator intervention (shutdown, cancel),
@@ -39,22 +37,62 @@ const POSTGRES_FAULT_CLASSES: &[&str] = &["08", "40", "53", "57", "58", "XX"];
 /// `lock_not_available`.
 const POSTGRES_LOCK_NOT_AVAILABLE: &str = "55P03";
 
+/// SQLite primary result codes of what a value carries: TOOBIG, CONSTRAINT,
+/// MISMATCH, RANGE.
+const SQLITE_ITEM_CODES: &[i32] = &[18, 19, 20, 25];
 /// SQLite primary result codes of the database's own trouble: BUSY, LOCKED,
 /// NOMEM, READONLY, INTERRUPT, IOERR, CORRUPT, FULL, CANTOPEN, PROTOCOL, NOTADB.
 const SQLITE_FAULT_CODES: &[i32] = &[5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 26];
 
-fn is_fault_code(err: &dyn DatabaseError) -> bool {
+/// Whose fault `err` is.
+pub fn classify(err: &DbErr) -> Fault {
+    match err {
+        DbErr::ConnectionAcquire(_) | DbErr::Conn(_) => Fault::Database,
+        // serde could not read or write what the item carries.
+        DbErr::Json(_) => Fault::Item,
+        DbErr::Exec(RuntimeErr::SqlxError(e)) | DbErr::Query(RuntimeErr::SqlxError(e)) => {
+            match e.as_ref() {
+                sqlx::Error::Database(db) => classify_code(db.as_ref()),
+                sqlx::Error::Encode(_) => Fault::Item,
+                sqlx::Error::Io(_)
+                | sqlx::Error::Tls(_)
+                | sqlx::Error::Protocol(_)
+                | sqlx::Error::PoolTimedOut
+                | sqlx::Error::PoolClosed
+                | sqlx::Error::WorkerCrashed
+                | sqlx::Error::BeginFailed => Fault::Database,
+                _ => Fault::Unknown,
+            }
+        }
+        _ => Fault::Unknown,
+    }
+}
+
+fn classify_code(err: &dyn DatabaseError) -> Fault {
     if let Some(pg) = err.try_downcast_ref::<PgDatabaseError>() {
         let code = pg.code();
-        return code == POSTGRES_LOCK_NOT_AVAILABLE
-            || POSTGRES_FAULT_CLASSES.iter().any(|c| code.starts_with(c));
+        let in_class = |classes: &[&str]| classes.iter().any(|c| code.starts_with(c));
+        return if in_class(POSTGRES_ITEM_CLASSES) {
+            Fault::Item
+        } else if code == POSTGRES_LOCK_NOT_AVAILABLE || in_class(POSTGRES_FAULT_CLASSES) {
+            Fault::Database
+        } else {
+            Fault::Unknown
+        };
     }
     if err.try_downcast_ref::<SqliteError>().is_some() {
         // The code is the extended result code; its low byte is the primary one.
-        let extended = err.code().and_then(|c| c.parse::<i32>().ok());
-        return extended.is_some_and(|c| SQLITE_FAULT_CODES.contains(&(c & 0xff)));
+        let primary = err
+            .code()
+            .and_then(|c| c.parse::<i32>().ok())
+            .map(|c| c & 0xff);
+        return match primary {
+            Some(c) if SQLITE_ITEM_CODES.contains(&c) => Fault::Item,
+            Some(c) if SQLITE_FAULT_CODES.contains(&c) => Fault::Database,
+            _ => Fault::Unknown,
+        };
     }
-    false
+    Fault::Unknown
 }
 
 #[cfg(test)]
@@ -79,7 +117,7 @@ mod tests {
             sqlx_exec(sqlx::Error::PoolClosed),
             DbErr::Query(RuntimeErr::SqlxError(Arc::new(sqlx::Error::WorkerCrashed))),
         ] {
-            assert!(is_database_fault(&err), "{err}");
+            assert_eq!(classify(&err), Fault::Database, "{err}");
         }
     }
 
@@ -87,10 +125,20 @@ mod tests {
     fn what_the_item_carries_is_its_own_fault() {
         for err in [
             sqlx_exec(sqlx::Error::Encode("bad value".into())),
-            DbErr::RecordNotFound("product".into()),
             DbErr::Json("bad json".into()),
         ] {
-            assert!(!is_database_fault(&err), "{err}");
+            assert_eq!(classify(&err), Fault::Item, "{err}");
+        }
+    }
+
+    #[test]
+    fn an_error_of_our_own_is_nobodys_known_fault() {
+        for err in [
+            DbErr::RecordNotFound("product".into()),
+            DbErr::Custom("a bug".into()),
+            sqlx_exec(sqlx::Error::ColumnNotFound("attempts".into())),
+        ] {
+            assert_eq!(classify(&err), Fault::Unknown, "{err}");
         }
     }
 }

@@ -29,14 +29,15 @@ use chrono::{DateTime, TimeDelta, Utc};
 use entity::{SubmissionStatus, scrape_session, submission};
 use sea_orm::sea_query::{Expr, LockBehavior, LockType, Query};
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbErr, EntityTrait,
-    ExprTrait, FromQueryResult, QueryFilter, TransactionTrait, UpdateMany,
+    ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbErr,
+    EntityTrait, ExprTrait, FromQueryResult, QueryFilter, TransactionTrait, UpdateMany,
 };
 
 use super::completion;
 use crate::clock::Clock;
 use crate::events::SessionEvents;
 use apply::Outcome;
+use fault::Fault;
 use item::ScrapedItem;
 
 /// How a merge pass runs.
@@ -192,10 +193,41 @@ async fn merge_one(
         attempts,
     } = claimed;
     let exhausted = i64::from(attempts) >= i64::from(settings.max_attempts);
-    if !exhausted && !count_attempt(db, &claimed).await? {
+    if exhausted {
+        let reason = format!(
+            "not merged after {attempts} attempts: none of them finished \
+             (the worker stopped, its lease ran out or the merge failed)"
+        );
+        return finish(db, clock, settings, events, &claimed, Some(reason), report).await;
+    }
+    if !count_attempt(db, &claimed, 1).await? {
         // The lease ran out and another worker owns the submission now.
         return Ok(());
     }
+    let merged = finish(db, clock, settings, events, &claimed, None, report).await;
+    if let Err(e) = &merged
+        && fault::classify(e) == Fault::Database
+    {
+        // Not the item's doing: the attempt does not count. When the
+        // database is still down this fails too, and the attempt stays.
+        if let Err(e) = count_attempt(db, &claimed, -1).await {
+            tracing::warn!(error = %e, "a failed attempt stays counted");
+        }
+    }
+    merged
+}
+
+/// Merges (or, with `rejected`, rejects) one claimed submission in its own
+/// transaction.
+async fn finish(
+    db: &DatabaseConnection,
+    clock: &dyn Clock,
+    settings: &MergeSettings,
+    events: &SessionEvents,
+    claimed: &submission::Model,
+    rejected: Option<String>,
+    report: &mut MergeReport,
+) -> Result<(), DbErr> {
     let now = clock.now();
     let txn = crate::db::begin_write(db).await?;
     let Some(session) = scrape_session::Entity::find_by_id(claimed.session_id)
@@ -204,18 +236,11 @@ async fn merge_one(
     else {
         return txn.rollback().await;
     };
-    let outcome = if exhausted {
-        Outcome::Rejected(format!(
-            "not merged after {attempts} attempts: none of them finished \
-             (the worker stopped, its lease ran out or the database failed)"
-        ))
-    } else {
-        match ScrapedItem::parse(&claimed.payload, now) {
-            Err(reason) => Outcome::Rejected(reason),
-            Ok(item) => {
-                let observed_at = item.observed_at.unwrap_or(claimed.created_at);
-                apply_alone(&txn, &item, session.account_id, observed_at).await?
-            }
+    let outcome = match rejected.map_or_else(|| ScrapedItem::parse(&claimed.payload, now), Err) {
+        Err(reason) => Outcome::Rejected(reason),
+        Ok(item) => {
+            let observed_at = item.observed_at.unwrap_or(claimed.created_at);
+            apply_alone(&txn, &item, session.account_id, observed_at).await?
         }
     };
     let (status, product_id, reason) = match outcome {
@@ -235,9 +260,7 @@ async fn merge_one(
             Expr::val(Option::<DateTime<Utc>>::None),
         )
         .col_expr(submission::Column::UpdatedAt, Expr::val(now))
-        .filter(submission::Column::Id.eq(claimed.id))
-        .filter(submission::Column::Status.eq(SubmissionStatus::Processing))
-        .filter(submission::Column::LeaseExpiresAt.eq(claimed.lease_expires_at))
+        .filter(still_leased(claimed))
         .exec(&txn)
         .await?;
     if finished.rows_affected == 0 {
@@ -256,27 +279,37 @@ async fn merge_one(
     Ok(())
 }
 
-/// Counts a merge of `claimed` as begun, in a write of its own made before
-/// the work, so that a merge which never finishes still counts. False when
-/// the lease was lost to another worker.
+/// Counts a merge of `claimed` as begun (`by` 1), in a write of its own
+/// made before the work, so that a merge which never finishes still counts;
+/// or takes the count back (`by` -1). False when the lease was lost to
+/// another worker.
 async fn count_attempt(
     db: &DatabaseConnection,
     claimed: &submission::Model,
+    by: i32,
 ) -> Result<bool, DbErr> {
     let counted = submission::Entity::update_many()
-        .col_expr(submission::Attempts, Expr::col(submission::Attempts).add(1))
-        .filter(submission::Column::Id.eq(claimed.id))
-        .filter(submission::Column::Status.eq(SubmissionStatus::Processing))
-        .filter(submission::Column::LeaseExpiresAt.eq(claimed.lease_expires_at))
+        .col_expr(
+            submission::Attempts,
+            Expr::col(submission::Attempts).add(by),
+        )
+        .filter(still_leased(claimed))
         .exec(db)
         .await?;
     Ok(counted.rows_affected == 1)
 }
 
+/// `claimed` is still processing under the lease this worker holds.
+fn still_leased(claimed: &submission::Model) -> Condition {
+    Condition::all()
+        .add(submission::Column::Id.eq(claimed.id))
+        .add(submission::Column::Status.eq(SubmissionStatus::Processing))
+        .add(submission::Column::LeaseExpiresAt.eq(claimed.lease_expires_at))
+}
+
 /// Applies `item` in a savepoint of `txn`, rolled back when the item is
 /// rejected. An error the item caused rejects it, the error as its reason;
-/// an error of the database itself is returned as an error, rejecting
-/// nothing.
+/// any other error is returned, rejecting nothing (`fault.rs`).
 async fn apply_alone(
     txn: &DatabaseTransaction,
     item: &ScrapedItem,
@@ -285,8 +318,10 @@ async fn apply_alone(
 ) -> Result<Outcome, DbErr> {
     let savepoint = txn.begin().await?;
     let outcome = match apply::apply(&savepoint, item, account_id, observed_at).await {
-        Err(e) if fault::is_database_fault(&e) => return Err(e),
-        Err(e) => Outcome::Rejected(format!("could not be stored: {e}")),
+        Err(e) if fault::classify(&e) == Fault::Item => {
+            Outcome::Rejected(format!("could not be stored: {e}"))
+        }
+        Err(e) => return Err(e),
         Ok(outcome) => outcome,
     };
     match outcome {
