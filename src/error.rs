@@ -24,3 +24,13 @@ pub enum Error {
     #[error("{0}")]
     Invalid(String),
 }
+
+/// The message a panic carried, for the log (a panic's payload is a `&str`
+/// or a `String` unless it was raised with something else).
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
+}

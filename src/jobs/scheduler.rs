@@ -107,7 +107,10 @@ impl Jobs {
             match AssertUnwindSafe(self.tick()).catch_unwind().await {
                 Ok(Ok(_)) => {}
                 Ok(Err(e)) => tracing::error!(error = %e, "job tick failed"),
-                Err(_) => tracing::error!("job tick panicked; the next tick tries again"),
+                Err(panic) => tracing::error!(
+                    panic = crate::error::panic_message(&*panic),
+                    "job tick panicked; the next tick tries again"
+                ),
             }
         }
     }
