@@ -10,10 +10,12 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, Request, Response};
+use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::classify::ServerErrorsFailureClass;
 use tower_http::compression::CompressionLayer;
 use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::map_response_body::MapResponseBodyLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
 use tracing::Span;
@@ -27,35 +29,42 @@ pub const MAX_BODY_BYTES: usize = 8 << 20;
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
-/// Wraps the router. Layers added last run first: a request id is set (or the
-/// client's kept), logged with the request, and echoed in the response.
+/// Wraps the router in one stack, outermost first: a request id is set (or
+/// the client's kept), logged with the request and echoed in the response.
+/// One `ServiceBuilder` layer instead of a `Router::layer` per layer: axum
+/// boxes each of those around every route, and each box is cloned per
+/// request at every level below it (their cost grew with the square of
+/// their number).
 pub fn apply(router: Router, http: &HttpConfig) -> Router {
-    router
-        .layer(CatchPanicLayer::custom(internal_error))
-        .layer(axum::middleware::from_fn_with_state(
-            BodyRate::new(http),
-            body_rate::enforce,
-        ))
-        .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
-        // axum's extractors have their own limit (2 MB); this one is ours.
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(axum::middleware::map_response(json_payload_too_large))
-        .layer(CompressionLayer::new())
-        .layer(PropagateRequestIdLayer::new(REQUEST_ID))
-        .layer(
-            TraceLayer::new_for_http()
-                .make_span_with(|request: &Request<Body>| {
-                    let id = request.headers().get(&REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("");
-                    tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), request_id = %id)
-                })
-                .on_response(|response: &Response<Body>, latency: Duration, _span: &Span| {
-                    tracing::info!(status = response.status().as_u16(), latency_ms = latency.as_millis() as u64, "served");
-                })
-                .on_failure(|class: ServerErrorsFailureClass, _latency: Duration, _span: &Span| {
-                    tracing::warn!(%class, "request failed");
-                }),
-        )
-        .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+    let trace = TraceLayer::new_for_http()
+        .make_span_with(|request: &Request<Body>| {
+            let id = request.headers().get(&REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("");
+            tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), request_id = %id)
+        })
+        .on_response(|response: &Response<_>, latency: Duration, _span: &Span| {
+            tracing::info!(status = response.status().as_u16(), latency_ms = latency.as_millis() as u64, "served");
+        })
+        .on_failure(|class: ServerErrorsFailureClass, _latency: Duration, _span: &Span| {
+            tracing::warn!(%class, "request failed");
+        });
+    router.layer(
+        ServiceBuilder::new()
+            .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+            .layer(trace)
+            .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+            .layer(CompressionLayer::new())
+            .layer(axum::middleware::map_response(json_payload_too_large))
+            .layer(MapResponseBodyLayer::new(Body::new))
+            // The bound on every body is the one below; axum's extractors
+            // keep their own (2 MB) unless told it is enough.
+            .layer(DefaultBodyLimit::disable())
+            .layer(axum::middleware::from_fn_with_state(
+                BodyRate::new(http),
+                body_rate::enforce,
+            ))
+            .layer(CatchPanicLayer::custom(internal_error))
+            .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES)),
+    )
 }
 
 /// The body limit answers 413 in plain text; every error here is JSON.
@@ -71,11 +80,7 @@ async fn json_payload_too_large(response: axum::response::Response) -> axum::res
 /// `internal_error` without it.
 fn internal_error(panic: Box<dyn Any + Send>) -> axum::response::Response {
     use axum::response::IntoResponse;
-    let message = panic
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("(no message)");
-    tracing::error!(panic = message, "request handler panicked");
-    crate::http::ApiError::Internal.into_response()
+    let message = crate::error::panic_message(&*panic);
+    crate::http::ApiError::internal(format_args!("request handler panicked: {message}"))
+        .into_response()
 }
