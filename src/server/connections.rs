@@ -77,7 +77,10 @@ pub async fn serve(
         let (stream, slot) = tokio::select! {
             biased;
             () = &mut shutdown => break,
-            accepted = accept(&listener, &slots) => accepted,
+            accepted = accept(&listener, &slots) => match accepted {
+                Some(accepted) => accepted,
+                None => break,
+            },
         };
         tokio::spawn(serve_connection(
             stream,
@@ -95,16 +98,13 @@ pub async fn serve(
 }
 
 /// The next connection, once a slot under the cap is free: until then new
-/// connections wait in the listen backlog.
+/// connections wait in the listen backlog. `None` once the slots are closed
+/// (nothing closes them: serving ends by `shutdown`).
 async fn accept(
     listener: &TcpListener,
     slots: &Arc<Semaphore>,
-) -> (TcpStream, OwnedSemaphorePermit) {
-    let slot = slots
-        .clone()
-        .acquire_owned()
-        .await
-        .expect("the connection semaphore is never closed");
+) -> Option<(TcpStream, OwnedSemaphorePermit)> {
+    let slot = slots.clone().acquire_owned().await.ok()?;
     let mut failing = false;
     loop {
         match listener.accept().await {
@@ -112,7 +112,7 @@ async fn accept(
                 if failing {
                     tracing::warn!("accepting connections again");
                 }
-                return (stream, slot);
+                return Some((stream, slot));
             }
             // The client gave up before it was accepted.
             Err(e) if is_client_error(&e) => {}

@@ -127,20 +127,22 @@ struct Block {
 }
 
 impl Block {
-    fn parse(block: &'static str, name: &'static str) -> Block {
-        let (addr, prefix) = block.split_once('/').expect("address/prefix");
-        let (bits, width) = match addr.parse::<IpAddr>().expect("an address") {
+    /// `None` for an entry that is not `address/prefix`: a mistake in the
+    /// tables, which `every_entry_of_the_tables_is_a_block` catches and
+    /// which refuses every target until it is mended.
+    fn parse(block: &'static str, name: &'static str) -> Option<Block> {
+        let (addr, prefix) = block.split_once('/')?;
+        let (bits, width) = match addr.parse::<IpAddr>().ok()? {
             IpAddr::V4(v4) => (u128::from(u32::from(v4)), 32),
             IpAddr::V6(v6) => (u128::from(v6), 128),
         };
-        let prefix = prefix.parse().expect("a prefix length");
-        assert!(prefix <= width, "{block}: prefix too long");
-        Block {
+        let prefix = prefix.parse().ok().filter(|prefix| *prefix <= width)?;
+        Some(Block {
             bits,
             prefix,
             width,
             special: Special { block, name },
-        }
+        })
     }
 
     fn contains(&self, bits: u128) -> bool {
@@ -150,18 +152,29 @@ impl Block {
     }
 }
 
-static BLOCKS_V4: LazyLock<Vec<Block>> = LazyLock::new(|| parse(IPV4));
-static BLOCKS_V6: LazyLock<Vec<Block>> = LazyLock::new(|| parse(IPV6));
+static BLOCKS_V4: LazyLock<Option<Vec<Block>>> = LazyLock::new(|| parse(IPV4));
+static BLOCKS_V6: LazyLock<Option<Vec<Block>>> = LazyLock::new(|| parse(IPV6));
 
-fn parse(table: &'static [(&'static str, &'static str)]) -> Vec<Block> {
+/// Every block of `table`, or `None` when one does not parse.
+fn parse(table: &'static [(&'static str, &'static str)]) -> Option<Vec<Block>> {
     table
         .iter()
         .map(|(block, name)| Block::parse(block, name))
         .collect()
 }
 
+/// What every address is when a table does not parse: the check fails
+/// closed, refusing every target, rather than allowing a block it lost.
+const UNREADABLE: Special = Special {
+    block: "a table of src/webhooks/target/special.rs",
+    name: "unreadable special-purpose address table",
+};
+
 /// The most specific block among `blocks` that holds `bits`.
-fn most_specific(blocks: &[Block], bits: u128) -> Option<Special> {
+fn most_specific(blocks: &Option<Vec<Block>>, bits: u128) -> Option<Special> {
+    let Some(blocks) = blocks else {
+        return Some(UNREADABLE);
+    };
     blocks
         .iter()
         .filter(|b| b.contains(bits))
@@ -211,8 +224,17 @@ mod tests {
     }
 
     #[test]
+    fn every_entry_of_the_tables_is_a_block() {
+        assert!(BLOCKS_V4.is_some() && BLOCKS_V6.is_some());
+        // A table with a mistake refuses everything.
+        let broken = parse(&[("10.0.0.0/8", "private-use"), ("10.0.0/8", "typo")]);
+        assert!(broken.is_none());
+        assert_eq!(most_specific(&broken, 0x0808_0808), Some(UNREADABLE));
+    }
+
+    #[test]
     fn every_block_is_written_as_its_network_address() {
-        for block in BLOCKS_V4.iter().chain(BLOCKS_V6.iter()) {
+        for block in BLOCKS_V4.iter().chain(BLOCKS_V6.iter()).flatten() {
             let host_bits = u32::from(block.width - block.prefix);
             let host_mask = 1u128.checked_shl(host_bits).map_or(u128::MAX, |m| m - 1);
             assert_eq!(block.bits & host_mask, 0, "{}", block.special.block);
