@@ -103,6 +103,14 @@ pub struct GraphqlConfig {
     )]
     pub max_aliases: u64,
 
+    /// Most directives a document may use once its fragments are expanded.
+    #[arg(
+        long = "graphql-max-directives",
+        env = "VITRINA_GRAPHQL_MAX_DIRECTIVES",
+        default_value_t = 100
+    )]
+    pub max_directives: u64,
+
     /// Highest cost of a query's introspection: each of its fields 1, times
     /// the longest list of this schema it sits in (types, a type's fields,
     /// a field's arguments, ...).
@@ -154,6 +162,7 @@ impl Default for GraphqlConfig {
             max_document_bytes: 32 * 1024,
             max_fields: 2_000,
             max_aliases: 100,
+            max_directives: 100,
             max_introspection_cost: 500_000,
             deadline_ms: 10_000,
             batching: false,
@@ -182,7 +191,8 @@ pub struct JobsConfig {
     /// Merges of one submission that may begin without finishing (the worker
     /// stopped, its lease ran out, the database failed) before the submission
     /// is rejected instead of claimed again.
-    #[arg(long, env = "VITRINA_MERGE_MAX_ATTEMPTS", default_value_t = 3)]
+    #[arg(long, env = "VITRINA_MERGE_MAX_ATTEMPTS", default_value_t = 3,
+        value_parser = clap::value_parser!(u32).range(1..))]
     pub merge_max_attempts: u32,
 
     /// Days after which submissions, and finished webhook deliveries, are deleted.
@@ -210,7 +220,8 @@ pub struct WebhookConfig {
     pub webhook_timeout_ms: u64,
 
     /// Consecutive failed attempts after which a subscription is disabled.
-    #[arg(long, env = "VITRINA_WEBHOOK_DISABLE_AFTER", default_value_t = 15)]
+    #[arg(long, env = "VITRINA_WEBHOOK_DISABLE_AFTER", default_value_t = 15,
+        value_parser = clap::value_parser!(u32).range(1..))]
     pub webhook_disable_after: u32,
 
     /// DEVELOPMENT ONLY: allow http:// and private/loopback webhook targets.
@@ -328,6 +339,37 @@ impl ServeConfig {
         match &self.public_url {
             Some(url) => url.trim_end_matches('/').to_owned(),
             None => format!("http://{bound}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Serve {
+        #[command(flatten)]
+        serve: ServeConfig,
+    }
+
+    /// Tests build `Settings::default()`: it must be what `serve` runs with
+    /// when nothing is set, or the tests would check other values.
+    #[test]
+    fn the_defaults_of_the_flags_are_the_default_settings() {
+        let parsed = Serve::try_parse_from(["vitrina"]).expect("no flag is required");
+        assert_eq!(
+            format!("{:?}", parsed.serve.settings()),
+            format!("{:?}", Settings::default())
+        );
+    }
+
+    #[test]
+    fn counts_that_must_be_positive_refuse_zero() {
+        for flag in ["--merge-max-attempts=0", "--webhook-disable-after=0"] {
+            assert!(Serve::try_parse_from(["vitrina", flag]).is_err(), "{flag}");
         }
     }
 }

@@ -25,7 +25,7 @@
 //! checked after validation ([`RequestLimits::check_complexity`]): once a
 //! document passes here, computing it is as cheap as the document is small.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use async_graphql::parser::types::{
@@ -46,6 +46,7 @@ pub struct RequestLimits {
     pub max_bytes: usize,
     pub max_fields: u64,
     pub max_aliases: u64,
+    pub max_directives: u64,
     pub max_depth: u64,
     pub max_introspection_cost: u64,
     pub max_complexity: usize,
@@ -62,6 +63,7 @@ impl RequestLimits {
             max_bytes: config.max_document_bytes,
             max_fields: config.max_fields,
             max_aliases: config.max_aliases,
+            max_directives: config.max_directives,
             max_depth: config.max_depth,
             max_introspection_cost: config.max_introspection_cost,
             max_complexity: config.max_complexity,
@@ -80,85 +82,93 @@ impl RequestLimits {
     /// Refuses a validated request whose complexity (page sizes
     /// multiplying what each page holds) is over the limit.
     pub fn check_complexity(&self, complexity: usize) -> Result<(), ServerError> {
-        refuse_over(
-            "",
-            complexity as u64,
-            self.max_complexity as u64,
-            "VITRINA_GRAPHQL_MAX_COMPLEXITY",
-            "The query's complexity is",
-            "(each field 1, a connection's fields times its page size)",
-        )
+        Limit {
+            says: "The query's complexity is {} (each field 1, a connection's fields times \
+                   its page size)",
+            max: self.max_complexity as u64,
+            setting: "VITRINA_GRAPHQL_MAX_COMPLEXITY",
+        }
+        .refuse_over(complexity as u64)
     }
 
     /// Refuses a request whose query is longer than the document limit,
     /// or nests deeper than the parser can follow, before it is parsed.
     pub fn check_text(&self, query: &str) -> Result<(), ServerError> {
-        refuse_over(
-            "bytes",
-            query.len() as u64,
-            self.max_bytes as u64,
-            "VITRINA_GRAPHQL_MAX_DOCUMENT_BYTES",
-            "The query document is",
-            "long",
-        )?;
-        refuse_over(
-            "levels",
-            nesting(query),
-            MAX_NESTING,
-            "the parser's own limit",
-            "The query document nests its braces, brackets and parentheses",
-            "deep",
-        )
+        Limit {
+            says: "The query document is {} bytes long",
+            max: self.max_bytes as u64,
+            setting: "VITRINA_GRAPHQL_MAX_DOCUMENT_BYTES",
+        }
+        .refuse_over(query.len() as u64)?;
+        Limit {
+            says: "The query document nests its braces, brackets and parentheses {} levels deep",
+            max: MAX_NESTING as u64,
+            setting: "the parser's own limit",
+        }
+        .refuse_over(nesting(query))
     }
 
-    /// Measures a parsed document and refuses it when over a limit.
-    pub fn check(&self, document: &ExecutableDocument) -> Result<Shape, ServerError> {
+    /// Measures a parsed document and refuses it when over a limit. The
+    /// document must have passed [`RequestLimits::check_text`]: the walk
+    /// recurses as deep as the document nests.
+    fn check(&self, document: &ExecutableDocument) -> Result<(), ServerError> {
         let shape = Shape::of(document, &self.introspection)?;
-        let checks = [
+        let limits = [
             (
                 shape.fields,
-                self.max_fields,
-                "fields",
-                "VITRINA_GRAPHQL_MAX_FIELDS",
-                "The query asks for",
-                "once its fragments are expanded",
+                Limit {
+                    says: "The query asks for {} fields once its fragments are expanded",
+                    max: self.max_fields,
+                    setting: "VITRINA_GRAPHQL_MAX_FIELDS",
+                },
             ),
             (
                 shape.aliases,
-                self.max_aliases,
-                "aliases",
-                "VITRINA_GRAPHQL_MAX_ALIASES",
-                "The query uses",
-                "once its fragments are expanded",
+                Limit {
+                    says: "The query uses {} aliases once its fragments are expanded",
+                    max: self.max_aliases,
+                    setting: "VITRINA_GRAPHQL_MAX_ALIASES",
+                },
+            ),
+            (
+                shape.directives,
+                Limit {
+                    says: "The query uses {} directives once its fragments are expanded",
+                    max: self.max_directives,
+                    setting: "VITRINA_GRAPHQL_MAX_DIRECTIVES",
+                },
             ),
             (
                 shape.depth,
-                self.max_depth,
-                "levels",
-                "VITRINA_GRAPHQL_MAX_DEPTH",
-                "The query nests its fields",
-                "deep",
+                Limit {
+                    says: "The query nests its fields {} levels deep",
+                    max: self.max_depth,
+                    setting: "VITRINA_GRAPHQL_MAX_DEPTH",
+                },
             ),
             (
                 shape.introspection_cost,
-                self.max_introspection_cost,
-                "",
-                "VITRINA_GRAPHQL_MAX_INTROSPECTION_COST",
-                "The query's introspection costs",
-                "(each field 1, times the longest list of this schema it sits in)",
+                Limit {
+                    says: "The query's introspection costs {} (each field 1, times the longest \
+                       list of this schema it sits in)",
+                    max: self.max_introspection_cost,
+                    setting: "VITRINA_GRAPHQL_MAX_INTROSPECTION_COST",
+                },
             ),
         ];
-        for (measured, max, unit, setting, subject, how) in checks {
-            refuse_over(unit, measured, max, setting, subject, how)?;
+        for (measured, limit) in limits {
+            limit.refuse_over(measured)?;
         }
-        Ok(shape)
+        Ok(())
     }
 }
 
-/// The deepest nesting of braces, brackets and parentheses the parser
-/// follows (it recurses at each, on the thread's stack; selections deeper
-/// than 64 it refuses itself, with a message quoting the whole document).
-const MAX_NESTING: u64 = 64;
+/// The deepest nesting of braces, brackets and parentheses a document may
+/// have, which is also the validator's recursion limit (selections, and the
+/// fragments they spread, nested inside each other): the parser recurses at
+/// each on the thread's stack, and past 64 levels it refuses a document
+/// with a message that quotes the whole of it.
+pub const MAX_NESTING: usize = 64;
 
 /// How deeply the document nests `{`, `[` and `(`, outside strings and
 /// comments: one pass over its bytes.
@@ -209,31 +219,31 @@ pub fn timeout(deadline: Duration) -> ApiError {
     }
 }
 
-/// The refusal of a measure over its limit, naming both and the setting.
-fn refuse_over(
-    unit: &str,
-    measured: u64,
+/// A limit and how its refusal reads: `says` holds `{}` where the measured
+/// value goes.
+struct Limit {
+    says: &'static str,
     max: u64,
-    setting: &str,
-    subject: &str,
-    how: &str,
-) -> Result<(), ServerError> {
-    if measured <= max {
-        return Ok(());
+    setting: &'static str,
+}
+
+impl Limit {
+    /// The refusal of a measure over the limit, naming both and the setting.
+    fn refuse_over(&self, measured: u64) -> Result<(), ServerError> {
+        if measured <= self.max {
+            return Ok(());
+        }
+        let measured = match measured {
+            u64::MAX => format!("more than {}", u64::MAX - 1),
+            n => n.to_string(),
+        };
+        let (max, setting) = (self.max, self.setting);
+        let says = self.says.replacen("{}", &measured, 1);
+        Err(coded(
+            format!("{says}; the limit is {max} ({setting})."),
+            TOO_COMPLEX,
+        ))
     }
-    let measured = match measured {
-        u64::MAX => format!("more than {}", u64::MAX - 1),
-        n => n.to_string(),
-    };
-    let measured = [subject, &measured, unit, how]
-        .into_iter()
-        .filter(|part| !part.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ");
-    Err(coded(
-        format!("{measured}; the limit is {max} ({setting})."),
-        TOO_COMPLEX,
-    ))
 }
 
 fn coded(message: String, code: &str) -> ServerError {
@@ -252,6 +262,8 @@ fn coded(message: String, code: &str) -> ServerError {
 pub struct Shape {
     pub fields: u64,
     pub aliases: u64,
+    /// Directives on fields, spreads, fragments and operations.
+    pub directives: u64,
     /// Deepest nesting of data fields (a field with no selection is 1).
     pub depth: u64,
     /// Each introspection field 1, times the lengths of the lists it is in.
@@ -272,8 +284,21 @@ impl Shape {
         };
         Ok(operations
             .into_iter()
-            .map(|operation| fragments.set(&operation.node.selection_set.node, false))
+            .map(|operation| {
+                let directives = Shape::directives(operation.node.directives.len());
+                fragments
+                    .set(&operation.node.selection_set.node, false)
+                    .beside(directives)
+            })
             .fold(Shape::default(), Shape::beside))
+    }
+
+    /// Just `n` directives.
+    fn directives(n: usize) -> Shape {
+        Shape {
+            directives: n as u64,
+            ..Shape::default()
+        }
     }
 
     /// Two selections side by side.
@@ -281,6 +306,7 @@ impl Shape {
         Shape {
             fields: self.fields.saturating_add(other.fields),
             aliases: self.aliases.saturating_add(other.aliases),
+            directives: self.directives.saturating_add(other.directives),
             depth: self.depth.max(other.depth),
             introspection_cost: self
                 .introspection_cost
@@ -419,7 +445,7 @@ impl<'a> Fragments<'a> {
             shapes: HashMap::with_capacity(document.fragments.len()),
         };
         // A fragment on the stack is being measured; its spreads come first.
-        let mut on_stack: HashMap<&Name, ()> = HashMap::new();
+        let mut on_stack: HashSet<&Name> = HashSet::new();
         for root in document.fragments.keys() {
             let mut stack = vec![(root, false)];
             while let Some((name, spreads_done)) = stack.pop() {
@@ -431,14 +457,16 @@ impl<'a> Fragments<'a> {
                 };
                 if spreads_done {
                     on_stack.remove(name);
-                    let shape = fragments.set(
-                        &fragment.node.selection_set.node,
-                        is_introspection(&fragment.node),
-                    );
+                    let shape = fragments
+                        .set(
+                            &fragment.node.selection_set.node,
+                            is_introspection(&fragment.node),
+                        )
+                        .beside(Shape::directives(fragment.node.directives.len()));
                     fragments.shapes.insert(name, shape);
                     continue;
                 }
-                if on_stack.insert(name, ()).is_some() {
+                if !on_stack.insert(name) {
                     return Err(coded(
                         format!("Fragment \"{name}\" spreads itself."),
                         "GRAPHQL_VALIDATION_FAILED",
@@ -448,7 +476,7 @@ impl<'a> Fragments<'a> {
                 let mut spread = Vec::new();
                 spreads(&fragment.node.selection_set.node, &mut spread);
                 for inner in spread {
-                    if on_stack.contains_key(inner) {
+                    if on_stack.contains(inner) {
                         return Err(coded(
                             format!("Fragment \"{inner}\" spreads itself."),
                             "GRAPHQL_VALIDATION_FAILED",
@@ -487,6 +515,9 @@ impl<'a> Fragments<'a> {
                         aliases: below
                             .aliases
                             .saturating_add(u64::from(field.alias.is_some())),
+                        directives: below
+                            .directives
+                            .saturating_add(field.directives.len() as u64),
                         depth: if inside { 0 } else { below.depth + 1 },
                         introspection_cost,
                     }
@@ -496,7 +527,8 @@ impl<'a> Fragments<'a> {
                     .get(&spread.node.fragment_name.node)
                     .copied()
                     // An unknown fragment: the validator names it.
-                    .unwrap_or_default(),
+                    .unwrap_or_default()
+                    .beside(Shape::directives(spread.node.directives.len())),
                 Selection::InlineFragment(inline) => {
                     let on_introspection = inline
                         .node
@@ -507,6 +539,7 @@ impl<'a> Fragments<'a> {
                         &inline.node.selection_set.node,
                         introspection || on_introspection,
                     )
+                    .beside(Shape::directives(inline.node.directives.len()))
                 }
             };
             shape = shape.beside(inner);

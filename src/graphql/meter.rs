@@ -3,8 +3,10 @@
 //! product they read; the operation is charged once, after it ran, for all
 //! of them. A request whose rows would pass the quota is refused whole and
 //! charges nothing, however many metered fields (aliases, several sessions)
-//! it reads. Over HTTP `Schemas::run` charges it; over the WebSocket the
-//! WebSocket's extension (`response.rs`) charges each response it pushes.
+//! it reads. Over HTTP `execute` (`mod.rs`) charges it after the request
+//! ran within its deadline; over the WebSocket the WebSocket's extension
+//! (`response.rs`) charges each response it pushes. An operation cut off by
+//! its deadline sends no rows and is charged nothing.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -78,6 +80,11 @@ impl Meter {
         response.data = Value::Null;
         response.errors = vec![error];
         response
+    }
+
+    /// Forgets what an operation that was cut off read: it sends no rows.
+    pub fn discard(&self) {
+        self.lock().take();
     }
 
     fn lock(&self) -> MutexGuard<'_, Option<Metered>> {

@@ -38,9 +38,9 @@ use async_graphql::{
 use async_graphql_axum::rejection::GraphQLRejection;
 use async_graphql_axum::{GraphQLBatchRequest, GraphQLProtocol, GraphQLWebSocket};
 use axum::Router;
-use axum::extract::State;
 use axum::extract::WebSocketUpgrade;
 use axum::extract::ws::{CloseFrame, Message};
+use axum::extract::{FromRequest, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
@@ -50,6 +50,7 @@ use futures_util::{SinkExt, StreamExt};
 use crate::accounts::Caller;
 use crate::config::GraphqlConfig;
 use crate::http::{ApiError, access};
+use crate::limits::RateDecision;
 use crate::query::keyset::{DEFAULT_PAGE, MAX_PAGE};
 use crate::server::AppState;
 
@@ -90,6 +91,7 @@ pub fn connection_cost(first: Option<i32>, last: Option<i32>, child: usize) -> u
 /// `response.rs` apply [`RequestLimits`] to every request before it runs.
 fn builder() -> SchemaBuilder<QueryRoot, EmptyMutation, SubscriptionRoot> {
     Schema::build(QueryRoot, EmptyMutation, SubscriptionRoot)
+        .limit_recursive_depth(limits::MAX_NESTING)
 }
 
 /// What executes GraphQL requests: the schemas and the parsed queries they
@@ -127,12 +129,17 @@ impl Schemas {
     /// runs, or the response refusing it. Both passes share one parse of
     /// its query, and a request priced before is not priced again.
     async fn price(&self, mut request: async_graphql::Request) -> Priced {
-        // Before the parse cache parses it (the pricing pass checks the
-        // rest of the limits).
-        if let Err(refusal) = self.limits.check_text(&request.query) {
-            return Priced::Refused(async_graphql::Response::from_errors(vec![refusal]));
-        }
-        let recalled = self.parsed.recall(&request);
+        // The text is checked before the parse cache parses it (the
+        // pricing pass checks the rest of the limits).
+        let recalled = match self
+            .parsed
+            .recall(&request, |query| self.limits.check_text(query))
+        {
+            Ok(recalled) => recalled,
+            Err(refusal) => {
+                return Priced::Refused(async_graphql::Response::from_errors(vec![refusal]));
+            }
+        };
         let document = recalled.document;
         if let Some(document) = &document {
             request.set_parsed_query((**document).clone());
@@ -163,10 +170,15 @@ impl Schemas {
         }
     }
 
-    /// Runs a priced request.
-    async fn run(&self, priced: Priced, data: &Arc<RequestData>) -> async_graphql::Response {
+    /// Runs a priced request; the quota its metered lists read is charged
+    /// by the caller ([`Meter::charge`]).
+    async fn run(
+        &self,
+        priced: Priced,
+        data: &Arc<RequestData>,
+    ) -> (async_graphql::Response, Arc<Meter>) {
         let (request, document, cost) = match priced {
-            Priced::Refused(response) => return response,
+            Priced::Refused(response) => return (response, Arc::default()),
             Priced::Ready {
                 request,
                 document,
@@ -187,13 +199,12 @@ impl Schemas {
         let operation = request.operation_name.clone();
         let meter = Arc::new(Meter::default());
         let request = request.data(data.clone()).data(meter.clone());
-        let response = self.run.execute(request).await;
-        let mut response = meter.charge(data, response).await;
+        let mut response = self.run.execute(request).await;
         if let Some(document) = &document {
             order::restore(document, operation.as_deref(), &mut response.data);
         }
         response.extensions.insert("analyzer".to_owned(), cost);
-        response
+        (response, meter)
     }
 }
 
@@ -341,19 +352,17 @@ async fn get_graphql(State(state): State<AppState>, headers: HeaderMap, uri: Uri
 }
 
 /// A POST body is JSON (the GraphQL-over-HTTP spec's `application/json`):
-/// anything else is refused with 415 before it is read as a request.
-async fn post_graphql(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    batch: Result<GraphQLBatchRequest, GraphQLRejection>,
-) -> Response {
+/// anything else is refused with 415 before its body is read (a multipart
+/// body would otherwise be spooled as uploads).
+async fn post_graphql(State(state): State<AppState>, request: axum::extract::Request) -> Response {
+    let headers = request.headers().clone();
     if !is_json(&headers) {
         let error = ApiError::UnsupportedMediaType {
             expected: "application/json",
         };
         return api_error(&headers, &error);
     }
-    match batch {
+    match GraphQLBatchRequest::from_request(request, &state).await {
         Ok(batch) => execute(&state, &headers, batch.into_inner()).await,
         // async-graphql-axum would answer in plain text.
         Err(GraphQLRejection(ParseRequestError::PayloadTooLarge)) => {
@@ -396,26 +405,69 @@ async fn execute(state: &AppState, headers: &HeaderMap, batch: BatchRequest) -> 
         );
     }
     let deadline = state.graphql.limits.deadline;
-    match tokio::time::timeout(deadline, answer(state, headers, batch)).await {
-        Ok(response) => response,
+    let mut rate = None;
+    let answered = tokio::time::timeout(deadline, answer(state, headers, batch, &mut rate)).await;
+    let mut http = match answered {
+        Ok(Answered::Done(http)) => return http,
+        // Charged once the deadline no longer applies: the rows are sent,
+        // so they are paid for, and a charge is never cut half way.
+        Ok(Answered::Ran {
+            responses,
+            data,
+            single,
+        }) => {
+            let data = &data;
+            let charges = responses
+                .into_iter()
+                .map(|(response, meter)| async move { meter.charge(data, response).await });
+            let mut responses = join_all(charges).await;
+            let response = match single {
+                true => BatchResponse::Single(responses.pop().unwrap_or_default()),
+                false => BatchResponse::Batch(responses),
+            };
+            respond(headers, response)
+        }
         Err(_) => api_error(headers, &limits::timeout(deadline)),
+    };
+    if let Some(rate) = &rate {
+        access::rate_headers(rate, http.headers_mut());
     }
+    http
 }
 
-async fn answer(state: &AppState, headers: &HeaderMap, batch: BatchRequest) -> Response {
+/// A request's work within its deadline.
+enum Answered {
+    /// Refused, or answered with nothing to charge: the response as sent.
+    Done(Response),
+    /// Ran, each response with what its metered lists read.
+    Ran {
+        responses: Vec<(async_graphql::Response, Arc<Meter>)>,
+        data: Arc<RequestData>,
+        single: bool,
+    },
+}
+
+/// Admits, prices and runs a request; `rate` is where the caller stands
+/// against the rate limit once admitted.
+async fn answer(
+    state: &AppState,
+    headers: &HeaderMap,
+    batch: BatchRequest,
+    rate: &mut Option<RateDecision>,
+) -> Answered {
     let (requests, single) = match batch {
         BatchRequest::Single(request) => (vec![request], true),
         BatchRequest::Batch(_) if !state.settings.graphql.batching => {
             // The key first, as for any request: a caller without one
             // learns only that.
             if let Err(refusal) = access::admit(state, headers).await {
-                return refused(headers, refusal);
+                return Answered::Done(refused(headers, refusal));
             }
-            return request_error(
+            return Answered::Done(request_error(
                 headers,
                 StatusCode::BAD_REQUEST,
                 "Batched requests are not enabled on this server.",
-            );
+            ));
         }
         BatchRequest::Batch(requests) => (requests, false),
     };
@@ -436,21 +488,20 @@ async fn answer(state: &AppState, headers: &HeaderMap, batch: BatchRequest) -> R
     };
     let admission = match admission {
         Ok(admission) => admission,
-        Err(refusal) => return refused(headers, refusal),
+        Err(refusal) => return Answered::Done(refused(headers, refusal)),
     };
+    *rate = Some(admission.rate);
     let data = Arc::new(RequestData {
         state: state.clone(),
         caller: admission.caller,
         loaders: Loaders::new(&state.db),
     });
-    let mut responses = join_all(priced.into_iter().map(|p| schemas.run(p, &data))).await;
-    let response = match single {
-        true => BatchResponse::Single(responses.pop().unwrap_or_default()),
-        false => BatchResponse::Batch(responses),
-    };
-    let mut http = respond(headers, response);
-    access::rate_headers(&admission.rate, http.headers_mut());
-    http
+    let responses = join_all(priced.into_iter().map(|p| schemas.run(p, &data))).await;
+    Answered::Ran {
+        responses,
+        data,
+        single,
+    }
 }
 
 /// A request refused before it ran (no valid key, rate limited).

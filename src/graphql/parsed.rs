@@ -8,7 +8,7 @@ use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_graphql::parser::{parse_query, types::ExecutableDocument};
-use async_graphql::{Request, Value};
+use async_graphql::{Request, ServerError, Value};
 use lru::LruCache;
 
 /// Distinct queries kept; the least recently used goes first.
@@ -59,14 +59,22 @@ impl ParsedQueries {
     /// The parsed document of `request`'s query (from the cache, or parsed
     /// now and kept unless the query is too long to keep) and its cost if
     /// known.
-    pub fn recall(&self, request: &Request) -> Recalled {
+    ///
+    /// `admit` checks a query's text before it is parsed; a query in the
+    /// cache passed it when it was parsed, so it is not checked again.
+    pub fn recall(
+        &self,
+        request: &Request,
+        admit: impl FnOnce(&str) -> Result<(), ServerError>,
+    ) -> Result<Recalled, ServerError> {
         let query = &request.query;
         if query.len() > MAX_QUERY_LEN {
+            admit(query)?;
             let document = parse_query(query).ok().map(Arc::new);
-            return Recalled {
+            return Ok(Recalled {
                 document,
                 cost: None,
-            };
+            });
         }
         if let Some(known) = self.lock().get(query) {
             let cost = known
@@ -74,11 +82,12 @@ impl ParsedQueries {
                 .iter()
                 .find(|c| c.operation == request.operation_name && c.variables == request.variables)
                 .map(|c| c.cost.clone());
-            return Recalled {
+            return Ok(Recalled {
                 document: Some(known.document.clone()),
                 cost,
-            };
+            });
         }
+        admit(query)?;
         let document = parse_query(query).ok().map(Arc::new);
         if let Some(document) = &document {
             let known = Known {
@@ -87,10 +96,10 @@ impl ParsedQueries {
             };
             self.lock().put(query.to_owned(), known);
         }
-        Recalled {
+        Ok(Recalled {
             document,
             cost: None,
-        }
+        })
     }
 
     /// Keeps the cost of a request that passed validation, if its query is

@@ -49,6 +49,10 @@ impl Validated {
         }
     }
 
+    pub fn limits(&self) -> &RequestLimits {
+        &self.limits
+    }
+
     /// An extension's `prepare_request` step: refuses a document over the
     /// limits before async-graphql parses or walks it.
     pub async fn admit(

@@ -19,7 +19,7 @@ use super::RequestData;
 use super::limits::{self, RequestLimits};
 use super::meter::Meter;
 use super::pricing::Validated;
-use crate::http::ApiError;
+use crate::http::{ApiError, access};
 
 const GRAPHQL_RESPONSE: &str = "application/graphql-response+json";
 
@@ -105,7 +105,6 @@ impl ExtensionFactory for OverWebSocket {
     fn create(&self) -> Arc<dyn Extension> {
         Arc::new(OverWebSocketExtension {
             validated: Validated::new(self.0),
-            deadline: self.0.deadline,
             meter: Arc::default(),
         })
     }
@@ -113,7 +112,6 @@ impl ExtensionFactory for OverWebSocket {
 
 struct OverWebSocketExtension {
     validated: Validated,
-    deadline: std::time::Duration,
     meter: Arc<Meter>,
 }
 
@@ -125,17 +123,12 @@ impl Extension for OverWebSocketExtension {
         request: async_graphql::Request,
         next: NextPrepareRequest<'_>,
     ) -> ServerResult<async_graphql::Request> {
-        // The connection's caller, admitted when it opened.
-        if let Some(data) = ctx.data_opt::<Arc<RequestData>>() {
-            let state = &data.state;
-            let rate = state
-                .rate_limiter
-                .check(data.caller.account_id, state.clock.now());
-            if !rate.allowed {
-                let retry_after = rate.retry_after;
-                return Err(server_error(&ApiError::RateLimited { retry_after }));
-            }
-        }
+        // The connection's caller, admitted when it opened; an operation
+        // sent before that is refused.
+        let data = ctx
+            .data_opt::<Arc<RequestData>>()
+            .ok_or_else(|| server_error(&ApiError::Unauthorized))?;
+        access::count(&data.state, &data.caller).map_err(|(error, _)| server_error(&error))?;
         let request = request.data(self.meter.clone());
         self.validated.admit(ctx, request, next).await
     }
@@ -146,11 +139,15 @@ impl Extension for OverWebSocketExtension {
         operation_name: Option<&str>,
         next: NextExecute<'_>,
     ) -> async_graphql::Response {
-        match tokio::time::timeout(self.deadline, next.run(ctx, operation_name)).await {
+        let deadline = self.validated.limits().deadline;
+        match tokio::time::timeout(deadline, next.run(ctx, operation_name)).await {
             Ok(response) => response,
-            Err(_) => async_graphql::Response::from_errors(vec![server_error(&limits::timeout(
-                self.deadline,
-            ))]),
+            Err(_) => {
+                // Cut off: it sends no rows, so it is charged none.
+                self.meter.discard();
+                let timeout = server_error(&limits::timeout(deadline));
+                async_graphql::Response::from_errors(vec![timeout])
+            }
         }
     }
 

@@ -37,16 +37,21 @@ pub async fn admit(state: &AppState, headers: &HeaderMap) -> Result<Admission, R
         .await
         .map_err(|e| (ApiError::internal(e), None))?
         .ok_or((ApiError::Unauthorized, None))?;
-    let rate = state.rate_limiter.check(caller.account_id, now);
-    if !rate.allowed {
-        return Err((
-            ApiError::RateLimited {
-                retry_after: rate.retry_after,
-            },
-            Some(rate),
-        ));
-    }
+    let rate = count(state, &caller)?;
     Ok(Admission { caller, rate })
+}
+
+/// Counts one request of an admitted caller against the per-minute rate
+/// limit (an HTTP request, or an operation on a WebSocket it opened).
+pub fn count(state: &AppState, caller: &Caller) -> Result<RateDecision, Refusal> {
+    let rate = state
+        .rate_limiter
+        .check(caller.account_id, state.clock.now());
+    if !rate.allowed {
+        let retry_after = rate.retry_after;
+        return Err((ApiError::RateLimited { retry_after }, Some(rate)));
+    }
+    Ok(rate)
 }
 
 /// `X-RateLimit-Limit`, `-Remaining` and `-Reset` (Unix seconds when the window ends).

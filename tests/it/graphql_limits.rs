@@ -116,6 +116,88 @@ async fn aliases_and_typename_count_as_fields() {
 }
 
 #[tokio::test]
+async fn directives_are_counted_and_limited() {
+    let app = TestApp::spawn().await;
+    let key = app.key("acme").await;
+    let included = |n: usize| {
+        let fields: Vec<String> = (0..n)
+            .map(|_| "__typename @include(if: true)".to_owned())
+            .collect();
+        format!("{{ {} }}", fields.join(" "))
+    };
+    let (status, body) = post(&app, &key, &included(100)).await;
+    assert_eq!(
+        (status, &body["data"]["__typename"]),
+        (200, &json!("QueryRoot"))
+    );
+    let words = "uses 101 directives once its fragments are expanded; \
+                 the limit is 100 (VITRINA_GRAPHQL_MAX_DIRECTIVES)";
+    assert_too_complex(&app, &key, &included(101), words).await;
+    // Thousands of unknown directives on one field: one refusal, not an
+    // error for each.
+    let unknown = format!("{{ __typename {} }}", "@a ".repeat(10_000));
+    assert_too_complex(&app, &key, &unknown, "uses 10000 directives").await;
+}
+
+#[tokio::test]
+async fn every_operation_of_a_document_is_measured_whichever_is_asked_for() {
+    let app = TestApp::spawn().await;
+    let key = app.key("acme").await;
+    let fields: Vec<String> = (0..150).map(|i| format!("f{i}: __typename")).collect();
+    let mut query = format!("fragment F on QueryRoot {{ {} }}\n", fields.join(" "));
+    for i in 0..20 {
+        query.push_str(&format!("query Q{i} {{ ...F }}\n"));
+    }
+    let response = app
+        .client
+        .post(app.url("/graphql"))
+        .bearer_auth(&key)
+        .json(&json!({ "query": query, "operationName": "Q0" }))
+        .send()
+        .await
+        .unwrap();
+    let body: Value = response.json().await.unwrap();
+    let (code, message) = refusal(&body);
+    assert_eq!(code, "QUERY_TOO_COMPLEX");
+    assert!(message.contains("asks for 3000 fields"), "{message}");
+}
+
+#[tokio::test]
+async fn the_websocket_holds_documents_to_the_same_limits() {
+    let app = TestApp::spawn().await;
+    let key = app.key("acme").await;
+    let mut socket = ws::connect(&app, &key).await;
+    assert_eq!(
+        ws::next(&mut socket).await.unwrap()["type"],
+        "connection_ack"
+    );
+    let limit = GraphqlConfig::default().max_document_bytes;
+    for (id, query, words) in [
+        ("1", fragment_bomb(29), "asks for 536870912 fields"),
+        ("2", aliases(101), "uses 101 aliases"),
+        (
+            "3",
+            format!("{}{}", "{ me ".repeat(100), "}".repeat(100)),
+            "100 levels deep",
+        ),
+        (
+            "4",
+            format!("{{ __typename }}\n#{}", "x".repeat(limit)),
+            "bytes long",
+        ),
+    ] {
+        ws::send(&mut socket, id, &query).await;
+        let reply = ws::next(&mut socket).await.expect("a reply");
+        let error = &reply["payload"]["errors"][0];
+        assert_eq!(error["extensions"]["code"], "QUERY_TOO_COMPLEX", "{reply}");
+        assert!(reply["payload"]["data"].is_null(), "{reply}");
+        assert_eq!(ws::next(&mut socket).await.unwrap()["type"], "complete");
+        let message = error["message"].as_str().unwrap_or_default();
+        assert!(message.contains(words), "{message}");
+    }
+}
+
+#[tokio::test]
 async fn a_document_over_the_size_limit_is_refused_unparsed() {
     let app = TestApp::spawn().await;
     let key = app.key("acme").await;
@@ -150,7 +232,23 @@ async fn nesting_past_the_parsers_recursion_limit_is_a_clear_error() {
         assert_eq!(status, 200, "{body}");
         let (code, message) = refusal(&body);
         assert_eq!(code, "QUERY_TOO_COMPLEX", "{message}");
+        assert!(message.contains("the limit is 64"), "{message}");
     }
+    // Within the parser's nesting, past the validator's (64 levels, counted
+    // through the fragments spread): an introspection chain, out of the
+    // data depth and cheap to answer.
+    let mut chain = String::from("{ __type(name: \"Product\") { ...F0 } }\n");
+    for i in 0..70 {
+        chain.push_str(&format!(
+            "fragment F{i} on __Type {{ ofType {{ ...F{} }} }}\n",
+            i + 1
+        ));
+    }
+    chain.push_str("fragment F70 on __Type { name }\n");
+    let (status, body) = post(&app, &key, &chain).await;
+    assert_eq!(status, 200, "{body}");
+    let (code, message) = refusal(&body);
+    assert_eq!(code, "QUERY_TOO_COMPLEX", "{message}");
     // The server still answers.
     let (status, _) = post(&app, &key, "{ __typename }").await;
     assert_eq!(status, 200);
@@ -255,17 +353,7 @@ async fn a_request_past_its_deadline_is_answered_timeout_and_its_work_dropped() 
     .await;
     let key = app.key("acme").await;
     // Every connection of the pool held: the request waits on the database.
-    let mut held = Vec::new();
-    let hold = || {
-        tokio::time::timeout(
-            Duration::from_secs(1),
-            sea_orm::TransactionTrait::begin(&app.db),
-        )
-    };
-    while let Ok(transaction) = hold().await {
-        held.push(transaction.expect("a connection"));
-    }
-    assert!(!held.is_empty());
+    let held = hold_the_pool(&app).await;
     let started = Instant::now();
     let (status, body) = post(&app, &key, "{ me { id } }").await;
     let waited = started.elapsed();
@@ -282,6 +370,55 @@ async fn a_request_past_its_deadline_is_answered_timeout_and_its_work_dropped() 
     let (status, body) = post(&app, &key, "{ me { id } }").await;
     assert_eq!(status, 200, "{body}");
     assert!(body["data"]["me"]["id"].is_string(), "{body}");
+}
+
+/// Holds every connection of the app's pool, so that a request waits on
+/// the database.
+async fn hold_the_pool(app: &TestApp) -> Vec<sea_orm::DatabaseTransaction> {
+    let mut held = Vec::new();
+    let hold = || {
+        tokio::time::timeout(
+            Duration::from_secs(1),
+            sea_orm::TransactionTrait::begin(&app.db),
+        )
+    };
+    while let Ok(transaction) = hold().await {
+        held.push(transaction.expect("a connection"));
+    }
+    assert!(!held.is_empty());
+    held
+}
+
+#[tokio::test]
+async fn a_query_over_the_websocket_has_the_same_deadline() {
+    let app = TestApp::spawn_with_settings(Settings {
+        graphql: GraphqlConfig {
+            deadline_ms: 300,
+            ..GraphqlConfig::default()
+        },
+        ..Settings::default()
+    })
+    .await;
+    let key = app.key("acme").await;
+    let mut socket = ws::connect(&app, &key).await;
+    assert_eq!(
+        ws::next(&mut socket).await.unwrap()["type"],
+        "connection_ack"
+    );
+    let held = hold_the_pool(&app).await;
+    ws::send(&mut socket, "1", "{ products(first: 1) { totalCount } }").await;
+    let reply = ws::next(&mut socket).await.expect("a reply");
+    let error = &reply["payload"]["errors"][0];
+    assert_eq!(error["extensions"]["code"], "TIMEOUT", "{reply}");
+    assert!(reply["payload"]["data"].is_null(), "{reply}");
+    assert_eq!(ws::next(&mut socket).await.unwrap()["type"], "complete");
+    drop(held);
+    ws::send(&mut socket, "2", "{ products(first: 1) { totalCount } }").await;
+    let reply = ws::next(&mut socket).await.expect("a reply");
+    assert_eq!(
+        reply["payload"]["data"]["products"]["totalCount"], 0,
+        "{reply}"
+    );
 }
 
 #[tokio::test]

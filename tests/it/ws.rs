@@ -37,11 +37,11 @@ pub async fn init(socket: &mut Socket, key: &str) {
     socket.send(Message::text(init.to_string())).await.unwrap();
 }
 
-/// The next JSON message, within a few seconds; `None` once the socket
-/// closed.
+/// The next JSON message, within 10 seconds; `None` once the socket closed
+/// (or nothing came).
 pub async fn next(socket: &mut Socket) -> Option<Value> {
     loop {
-        let message = tokio::time::timeout(std::time::Duration::from_secs(30), socket.next())
+        let message = tokio::time::timeout(std::time::Duration::from_secs(10), socket.next())
             .await
             .ok()??
             .ok()?;
