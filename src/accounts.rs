@@ -9,7 +9,7 @@ use entity::{account, api_key};
 use rand::RngCore;
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter,
-    QueryOrder,
+    QueryOrder, QuerySelect,
 };
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -145,6 +145,21 @@ pub async fn revoke_key(
     let mut active: api_key::ActiveModel = key.into();
     active.revoked_at = Set(Some(now));
     Ok(active.update(db).await?)
+}
+
+/// Those of `keys` that are revoked.
+pub async fn revoked_among(
+    db: &impl ConnectionTrait,
+    keys: &[Uuid],
+) -> Result<Vec<Uuid>, sea_orm::DbErr> {
+    api_key::Entity::find()
+        .select_only()
+        .column(api_key::Column::Id)
+        .filter(crate::query::one_of(db, api_key::Column::Id, keys))
+        .filter(api_key::Column::RevokedAt.is_not_null())
+        .into_tuple()
+        .all(db)
+        .await
 }
 
 /// Resolves a presented key to its caller; `None` for unknown or revoked keys.

@@ -10,6 +10,12 @@
 //! - [`jobs`]: background work over the database (snapshots, ...);
 //! - [`clock`]: the injectable time source of jobs.
 
+// The futures of GraphQL resolvers nest deeply (a resolver awaits the query
+// layer, which awaits sea-orm, ...): proving them `Send` takes more steps than
+// the default limit of 128 allows since the query layer pages through one
+// generic function (`query::offset_page`).
+#![recursion_limit = "256"]
+
 pub mod accounts;
 pub mod cli;
 pub mod clock;

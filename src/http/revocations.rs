@@ -10,10 +10,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use entity::api_key;
-use sea_orm::{ColumnTrait, DatabaseConnection, EntityTrait, QueryFilter, QuerySelect};
+use sea_orm::DatabaseConnection;
 use tokio::sync::watch;
 use uuid::Uuid;
+
+use crate::accounts;
 
 /// How often the watched keys are looked up.
 pub const POLL: Duration = Duration::from_millis(400);
@@ -72,14 +73,7 @@ impl Revocations {
         if keys.is_empty() {
             return Ok(());
         }
-        let revoked: Vec<Uuid> = api_key::Entity::find()
-            .select_only()
-            .column(api_key::Column::Id)
-            .filter(api_key::Column::Id.is_in(keys))
-            .filter(api_key::Column::RevokedAt.is_not_null())
-            .into_tuple()
-            .all(db)
-            .await?;
+        let revoked = accounts::revoked_among(db, &keys).await?;
         let watched = self.lock();
         for key in revoked {
             if let Some(entry) = watched.get(&key) {

@@ -4,7 +4,6 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use chrono::Datelike;
 use sea_orm::sea_query::{Expr, SimpleExpr};
 use sea_orm::{
     ConnectionTrait, DbErr, EntityTrait, ExprTrait, FromQueryResult, IntoSimpleExpr, Order,
@@ -53,7 +52,7 @@ pub trait Key: Serialize + DeserializeOwned + Clone {
 /// Whether a cursor's value is one a row can hold.
 fn storable(value: &Value) -> bool {
     match value {
-        Value::ChronoDateTimeUtc(Some(time)) => (0..=9999).contains(&time.year()),
+        Value::ChronoDateTimeUtc(Some(time)) => super::storable_time(time),
         _ => true,
     }
 }

@@ -14,8 +14,12 @@ pub mod sessions;
 pub mod snapshots;
 pub mod top;
 
+use chrono::{DateTime, Datelike, Utc};
 use sea_orm::sea_query::{Expr, LikeExpr};
-use sea_orm::{ColumnTrait, ConnectionTrait, DbBackend, DbErr};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, PaginatorTrait, QuerySelect,
+    Select,
+};
 use uuid::Uuid;
 
 /// Errors of the query layer. Surfaces map each variant to their own codes
@@ -123,6 +127,36 @@ pub fn check_length(name: &str, value: &str, max: usize) -> Result<(), QueryErro
         ))),
         _ => Ok(()),
     }
+}
+
+/// One page of `select`, put in order by `order`, and the total `select`
+/// counts. A page past the end reads no rows.
+pub async fn offset_page<E: EntityTrait>(
+    db: &impl ConnectionTrait,
+    select: Select<E>,
+    order: impl FnOnce(Select<E>) -> Select<E>,
+    page: Page,
+) -> Result<(Vec<E::Model>, u64), DbErr>
+where
+    E::Model: Sync,
+{
+    let total = select.clone().count(db).await?;
+    let Some(skip) = page.offset_in(total) else {
+        return Ok((Vec::new(), total));
+    };
+    let rows = order(select)
+        .offset(skip)
+        .limit(page.page_size)
+        .all(db)
+        .await?;
+    Ok((rows, total))
+}
+
+/// Whether `time` is one a row can hold and both databases order as times:
+/// years 0 to 9999 (SQLite stores times as RFC 3339 text, which puts
+/// `+10000-...` before `2026-...`).
+pub fn storable_time(time: &DateTime<Utc>) -> bool {
+    (0..=9999).contains(&time.year())
 }
 
 /// Every given value of `texts` (parameter name, value) passes [`check_text`].

@@ -5,12 +5,14 @@ use entity::{UserAuthStatus, price_observation, product};
 use sea_orm::sea_query::{Expr, Func};
 use sea_orm::{
     ColumnTrait, Condition, ConnectionTrait, EntityTrait, ExprTrait, PaginatorTrait, QueryFilter,
-    QueryOrder, QuerySelect,
+    QueryOrder, Select,
 };
 use uuid::Uuid;
 
+use super::offset_page;
+
 use super::keyset::{self, Key, Slice, Window};
-use super::{Page, QueryError, check_texts};
+use super::{Page, QueryError, check_texts, storable_time};
 use crate::text;
 
 /// Filters of the price history, combined with AND; `from` and `to` are inclusive.
@@ -31,10 +33,17 @@ impl PriceHistoryFilter {
             country_code,
             region_code,
             user_auth_status: _,
-            from: _,
-            to: _,
+            from,
+            to,
         } = self;
         check_texts(&[("country_code", country_code), ("region_code", region_code)])?;
+        for (name, time) in [("from", from), ("to", to)] {
+            if time.as_ref().is_some_and(|t| !storable_time(t)) {
+                return Err(QueryError::Invalid(format!(
+                    "{name} must be a time in the years 0 to 9999 (UTC)"
+                )));
+            }
+        }
         match (self.from, self.to) {
             (Some(from), Some(to)) if from > to => {
                 Err(QueryError::Invalid("from must not be after to".into()))
@@ -85,18 +94,12 @@ pub async fn history(
         return Err(QueryError::NotFound);
     }
     let select = price_observation::Entity::find().filter(filter.condition(product_id));
-    let total = select.clone().count(db).await?;
-    let Some(skip) = page.offset_in(total) else {
-        return Ok((Vec::new(), total));
+    let newest_first = |select: Select<price_observation::Entity>| {
+        select
+            .order_by_desc(price_observation::Column::RecordedAt)
+            .order_by_desc(price_observation::Column::Id)
     };
-    let rows = select
-        .order_by_desc(price_observation::Column::RecordedAt)
-        .order_by_desc(price_observation::Column::Id)
-        .offset(skip)
-        .limit(page.page_size)
-        .all(db)
-        .await?;
-    Ok((rows, total))
+    Ok(offset_page(db, select, newest_first, page).await?)
 }
 
 /// The ordering key of a price history: newest first, ties by id.

@@ -10,9 +10,11 @@ use entity::{SessionStatus, SubmissionStatus, scrape_session, submission};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DbErr, EntityTrait, ExprTrait, PaginatorTrait, QueryFilter,
-    QueryOrder, QuerySelect,
+    QueryOrder, QuerySelect, Select,
 };
 use uuid::Uuid;
+
+use super::offset_page;
 
 use super::keyset::{self, Key, Slice, Window};
 use super::products::{self, ProductView};
@@ -148,17 +150,12 @@ pub async fn list_for_account(
 ) -> Result<(Vec<SessionView>, u64), QueryError> {
     let select =
         scrape_session::Entity::find().filter(scrape_session::Column::AccountId.eq(account_id));
-    let total = select.clone().count(db).await?;
-    let Some(skip) = page.offset_in(total) else {
-        return Ok((Vec::new(), total));
+    let newest_first = |select: Select<scrape_session::Entity>| {
+        select
+            .order_by_desc(scrape_session::Column::CreatedAt)
+            .order_by_desc(scrape_session::Column::Id)
     };
-    let sessions = select
-        .order_by_desc(scrape_session::Column::CreatedAt)
-        .order_by_desc(scrape_session::Column::Id)
-        .offset(skip)
-        .limit(page.page_size)
-        .all(db)
-        .await?;
+    let (sessions, total) = offset_page(db, select, newest_first, page).await?;
     let ids: Vec<Uuid> = sessions.iter().map(|s| s.id).collect();
     let mut stats = stats(db, &ids).await?;
     let views = sessions
@@ -181,16 +178,9 @@ pub async fn entries_for_account(
 ) -> Result<(Vec<SessionEntry>, u64), QueryError> {
     owned_session(db, account_id, session_id).await?;
     let select = submission::Entity::find().filter(submission::Column::SessionId.eq(session_id));
-    let total = select.clone().count(db).await?;
-    let Some(skip) = page.offset_in(total) else {
-        return Ok((Vec::new(), total));
-    };
-    let submissions = select
-        .order_by_asc(submission::Column::Id)
-        .offset(skip)
-        .limit(page.page_size)
-        .all(db)
-        .await?;
+    let in_submission_order =
+        |select: Select<submission::Entity>| select.order_by_asc(submission::Column::Id);
+    let (submissions, total) = offset_page(db, select, in_submission_order, page).await?;
     let merged_ids: Vec<Uuid> = submissions.iter().filter_map(merged_product).collect();
     let mut views: HashMap<Uuid, ProductView> = products::get_many(db, &merged_ids)
         .await?

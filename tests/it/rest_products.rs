@@ -667,4 +667,25 @@ async fn price_history_range_is_inclusive_and_from_after_to_is_refused() {
         (status, body["error"]["code"].as_str()),
         (400, Some("invalid_parameter"))
     );
+    // A valid date-time past year 9999 in UTC: SQLite would order it before
+    // today's (`+10000-...`), so the range would be wrong, not refused.
+    for bound in ["to", "from"] {
+        let (status, body) = w
+            .error(&format!(
+                "/v1/products/{}/price-history?{bound}=9999-12-31T23:59:59-01:00",
+                p.id
+            ))
+            .await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (400, Some("invalid_parameter")),
+            "{body}"
+        );
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with(bound)
+        );
+    }
 }
