@@ -187,9 +187,9 @@ async fn serve(
         println!(
             "try: curl -H 'Authorization: Bearer {key}' '{public_url}/v1/products?page_size=2'"
         );
-        println!(
-            "GraphiQL: {public_url}/graphql (Headers tab: {{\"Authorization\": \"Bearer {key}\"}})"
-        );
+        println!("GraphiQL (the key is filled in): {public_url}/graphql");
+        println!("demo dashboard: {public_url}/dashboard");
+        demo_key = Some(key);
     }
     let settings = config.settings();
     if settings.webhooks.webhook_allow_insecure_targets {
@@ -197,12 +197,15 @@ async fn serve(
             "webhook targets are NOT checked: http and private addresses are allowed (development switch)"
         );
     }
-    let state = AppState::new(
+    let mut state = AppState::new(
         conn.clone(),
         clock.clone(),
         public_url.clone(),
         settings.clone(),
     );
+    if let Some(key) = demo_key {
+        state = state.with_demo_key(key);
+    }
     let jobs = Jobs::new(conn, clock, &settings, &public_url, state.events.clone())?;
     let jobs = tokio::spawn(jobs.run(Duration::from_secs(
         settings.jobs.merge_interval_secs.max(1),

@@ -138,20 +138,11 @@ pub struct GraphqlConfig {
     )]
     pub batching: bool,
 
-    /// Where GraphiQL loads its scripts from (an unpkg-style layout). Point it at
-    /// a local copy, e.g. a folder served by any static file server, when the
-    /// browser has no internet access.
-    #[arg(
-        long,
-        env = "VITRINA_GRAPHIQL_ASSETS",
-        default_value = "https://unpkg.com"
-    )]
-    pub graphiql_assets: String,
-
-    /// A local folder with the GraphiQL assets (the same layout), served by
-    /// Vitrina itself at `/graphiql/assets`; when set, GraphiQL loads from there.
-    #[arg(long, env = "VITRINA_GRAPHIQL_ASSETS_DIR")]
-    pub graphiql_assets_dir: Option<std::path::PathBuf>,
+    /// An npm CDN for GraphiQL's packages (unpkg's layout, e.g.
+    /// `https://unpkg.com`), loaded at the versions built into Vitrina and
+    /// pinned with Subresource Integrity. Unset: Vitrina serves its own copy.
+    #[arg(long, env = "VITRINA_GRAPHIQL_ASSETS")]
+    pub graphiql_assets: Option<String>,
 }
 
 impl Default for GraphqlConfig {
@@ -166,8 +157,7 @@ impl Default for GraphqlConfig {
             max_introspection_cost: 500_000,
             deadline_ms: 10_000,
             batching: false,
-            graphiql_assets: "https://unpkg.com".into(),
-            graphiql_assets_dir: None,
+            graphiql_assets: None,
         }
     }
 }

@@ -6,6 +6,7 @@
 //! - [`db`]: connecting to SQLite or PostgreSQL and migrating;
 //! - [`accounts`]: accounts and API keys;
 //! - [`server`]: the HTTP application and its routes;
+//! - [`web`]: the browser pages: GraphiQL with its built-in assets, the demo dashboard;
 //! - [`seed`]: the deterministic demo and benchmark dataset;
 //! - [`jobs`]: background work over the database (snapshots, ...);
 //! - [`clock`]: the injectable time source of jobs.
@@ -33,6 +34,7 @@ pub mod rest;
 pub mod seed;
 pub mod server;
 pub mod text;
+pub mod web;
 pub mod webhooks;
 
 pub use error::Error;

@@ -11,7 +11,6 @@
 
 mod connection;
 mod error;
-mod graphiql;
 mod inline;
 mod limits;
 mod loaders;
@@ -235,11 +234,8 @@ pub fn sdl() -> String {
     builder().finish().sdl()
 }
 
-/// Where a local copy of the GraphiQL assets is served, when configured.
-const LOCAL_ASSETS: &str = "/graphiql/assets";
-
-pub fn router(config: &GraphqlConfig) -> Router<AppState> {
-    let router = Router::new()
+pub fn router() -> Router<AppState> {
+    Router::new()
         .route(
             "/graphql",
             get(get_graphql)
@@ -250,26 +246,13 @@ pub fn router(config: &GraphqlConfig) -> Router<AppState> {
             "/graphql/ws",
             get(subscribe)
                 .fallback(|headers: HeaderMap| async move { wrong_method(&headers, "GET") }),
-        );
-    match &config.graphiql_assets_dir {
-        Some(dir) => router.nest_service(LOCAL_ASSETS, tower_http::services::ServeDir::new(dir)),
-        None => router,
-    }
+        )
 }
 
 /// A method the GraphQL endpoints do not take: a GraphQL error, as every
 /// other refusal there (axum would answer an empty 405).
 fn wrong_method(headers: &HeaderMap, allow: &'static str) -> Response {
     api_error(headers, &ApiError::MethodNotAllowed { allow: Some(allow) })
-}
-
-/// The base address GraphiQL loads its assets from.
-fn graphiql_assets(config: &GraphqlConfig) -> &str {
-    if config.graphiql_assets_dir.is_some() {
-        LOCAL_ASSETS
-    } else {
-        &config.graphiql_assets
-    }
 }
 
 /// Subscriptions over WebSocket. The key comes in the `Authorization` header
@@ -339,7 +322,7 @@ async fn subscribe(
 async fn get_graphql(State(state): State<AppState>, headers: HeaderMap, uri: Uri) -> Response {
     let query = uri.query().unwrap_or_default();
     if query.is_empty() && accepts(&headers, "text/html") {
-        return Html(graphiql::page(graphiql_assets(&state.settings.graphql))).into_response();
+        return Html(crate::web::graphiql::page(&state)).into_response();
     }
     match async_graphql::http::parse_query_string(query) {
         Ok(request) => execute(&state, &headers, BatchRequest::Single(request)).await,

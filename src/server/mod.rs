@@ -34,6 +34,9 @@ pub struct AppState {
     pub events: SessionEvents,
     /// The keys of open WebSockets, watched for revocation.
     pub revocations: Arc<Revocations>,
+    /// Under `serve --demo`: the demo key, filled into GraphiQL and the
+    /// dashboard (which is served only then).
+    pub demo_key: Option<String>,
 }
 
 impl AppState {
@@ -56,6 +59,15 @@ impl AppState {
             revocations: Revocations::start(&db),
             db,
             settings,
+            demo_key: None,
+        }
+    }
+
+    /// The state of `serve --demo`, whose pages carry `key`.
+    pub fn with_demo_key(self, key: String) -> Self {
+        AppState {
+            demo_key: Some(key),
+            ..self
         }
     }
 }
@@ -66,7 +78,8 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .nest("/v1", crate::rest::router(state.clone()))
-        .merge(crate::graphql::router(&state.settings.graphql))
+        .merge(crate::graphql::router())
+        .merge(crate::web::router(state.demo_key.is_some()))
         .nest("/extension/v1", crate::extension::router(state.clone()))
         .fallback(not_found);
     let http = state.settings.http.clone();

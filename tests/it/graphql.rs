@@ -3151,35 +3151,3 @@ async fn session_products_are_its_merged_products_in_order_and_are_charged() {
         "two through GraphQL, three through REST"
     );
 }
-
-#[tokio::test]
-async fn graphiql_assets_can_be_served_from_a_local_folder() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("graphiql@3")).unwrap();
-    std::fs::write(
-        dir.path().join("graphiql@3/graphiql.min.js"),
-        "/* local graphiql */",
-    )
-    .unwrap();
-    let mut settings = vitrina::config::Settings::default();
-    settings.graphql.graphiql_assets_dir = Some(dir.path().to_owned());
-    let app = TestApp::spawn_with_settings(settings).await;
-    let page = app
-        .client
-        .get(app.url("/graphql"))
-        .header("accept", "text/html")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    assert!(
-        page.contains(r#"src="/graphiql/assets/graphiql@3/graphiql.min.js""#),
-        "{page}"
-    );
-    assert!(!page.contains("unpkg.com"));
-    let asset = app.get("/graphiql/assets/graphiql@3/graphiql.min.js").await;
-    assert_eq!(asset.status(), 200);
-    assert_eq!(asset.text().await.unwrap(), "/* local graphiql */");
-}

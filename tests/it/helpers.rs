@@ -157,6 +157,15 @@ impl TestApp {
 
     /// The app with every setting chosen by the test (GraphQL limits, batching...).
     pub async fn spawn_with_settings(settings: Settings) -> TestApp {
+        Self::start(settings, None).await
+    }
+
+    /// The app as `serve --demo` runs it: its pages carry `demo_key`.
+    pub async fn spawn_demo_pages(demo_key: &str) -> TestApp {
+        Self::start(Settings::default(), Some(demo_key.to_owned())).await
+    }
+
+    async fn start(settings: Settings, demo_key: Option<String>) -> TestApp {
         let test_db = TestDb::new().await;
         let mut db = test_db.connect().await;
         let statements = Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -169,12 +178,15 @@ impl TestApp {
             .await
             .expect("bind loopback");
         let addr = listener.local_addr().expect("local addr");
-        let state = AppState::new(
+        let mut state = AppState::new(
             db.clone(),
             Arc::new(clock.clone()),
             format!("http://{addr}"),
             settings,
         );
+        if let Some(key) = demo_key {
+            state = state.with_demo_key(key);
+        }
         tokio::spawn(vitrina::server::serve(
             listener,
             state.clone(),

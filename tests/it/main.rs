@@ -16,6 +16,7 @@ mod graphql;
 mod graphql_limits;
 mod hostile_params;
 mod pipeline;
+mod playground;
 mod poison;
 mod rest_access;
 mod rest_contract;
