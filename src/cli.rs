@@ -7,6 +7,7 @@ use sea_orm::DatabaseConnection;
 use tokio::net::TcpListener;
 use uuid::Uuid;
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::clock::{Clock, SharedClock, SystemClock};
@@ -58,8 +59,36 @@ pub enum Command {
     Schema {
         /// Write here instead of standard output (e.g. `schema.graphql`).
         #[arg(long)]
-        out: Option<std::path::PathBuf>,
+        out: Option<PathBuf>,
     },
+    /// Print an OpenAPI document (JSON), or write it to a file.
+    Openapi {
+        /// Which API's document.
+        api: OpenApiDocument,
+        /// Write here instead of standard output (e.g. `openapi/rest-v1.json`).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+}
+
+/// The OpenAPI documents Vitrina serves.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum OpenApiDocument {
+    /// REST v1, served at `/v1/openapi.json`.
+    Rest,
+    /// The extension API, served at `/extension/v1/openapi.json`.
+    Extension,
+}
+
+impl OpenApiDocument {
+    /// The document as checked in under `openapi/`: the served JSON and a final newline.
+    fn file_text(self) -> String {
+        let json = match self {
+            Self::Rest => crate::rest::openapi::document_json(),
+            Self::Extension => crate::extension::openapi::document_json(),
+        };
+        format!("{json}\n")
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -102,15 +131,11 @@ pub fn init_tracing() {
 
 impl Cli {
     pub async fn run(self) -> Result<(), Error> {
-        if let Command::Schema { out } = &self.command {
-            let sdl = crate::graphql::sdl();
-            return match out {
-                Some(path) => Ok(std::fs::write(path, sdl)?),
-                None => {
-                    print!("{sdl}");
-                    Ok(())
-                }
-            };
+        // Generated documents need no database.
+        match &self.command {
+            Command::Schema { out } => return emit(&crate::graphql::sdl(), out.as_deref()),
+            Command::Openapi { api, out } => return emit(&api.file_text(), out.as_deref()),
+            _ => {}
         }
         let conn = db::connect(&self.database).await?;
         let clock: SharedClock = std::sync::Arc::new(SystemClock);
@@ -146,7 +171,18 @@ impl Cli {
                 Ok(())
             }
             Command::Webhooks(command) => webhooks::run(&conn, clock.as_ref(), command).await,
-            Command::Schema { .. } => Ok(()),
+            Command::Schema { .. } | Command::Openapi { .. } => Ok(()),
+        }
+    }
+}
+
+/// Writes a generated document to `out`, or to standard output.
+fn emit(text: &str, out: Option<&Path>) -> Result<(), Error> {
+    match out {
+        Some(path) => Ok(std::fs::write(path, text)?),
+        None => {
+            print!("{text}");
+            Ok(())
         }
     }
 }

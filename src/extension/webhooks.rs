@@ -47,7 +47,8 @@ envelope!(
     DeliveryList { data: Vec<Delivery> }
 );
 
-/// A subscription as shown to its owner: never the secret.
+/// A subscription as shown to its owner: never the secret. Fields that
+/// may be null are always sent, so the document marks them required.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Subscription {
     id: Uuid,
@@ -55,6 +56,7 @@ pub struct Subscription {
     status: SubscriptionStatus,
     consecutive_failures: i32,
     created_at: DateTime<Utc>,
+    #[schema(required = true)]
     disabled_at: Option<DateTime<Utc>>,
 }
 
@@ -88,8 +90,10 @@ pub struct Delivery {
     scrape_session_id: Uuid,
     status: DeliveryStatus,
     attempt_count: i32,
+    #[schema(required = true)]
     next_attempt_at: Option<DateTime<Utc>>,
     created_at: DateTime<Utc>,
+    #[schema(required = true)]
     finished_at: Option<DateTime<Utc>>,
     attempts: Vec<Attempt>,
 }
@@ -98,7 +102,9 @@ pub struct Delivery {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Attempt {
     attempted_at: DateTime<Utc>,
+    #[schema(required = true)]
     status_code: Option<i32>,
+    #[schema(required = true)]
     error: Option<String>,
     duration_ms: i64,
 }

@@ -216,7 +216,8 @@ pub struct Product {
     /// Current price observations.
     pub prices: Vec<PriceObservation>,
     pub special_price: Vec<SpecialPrice>,
-    #[schema(required = true, value_type = Option<Object>)]
+    /// Free-form statistics object, when known.
+    #[schema(required = true, value_type = Option<std::collections::HashMap<String, Value>>)]
     pub stats: Option<Value>,
     pub first_seen_language: String,
     /// Language of name and category_path.

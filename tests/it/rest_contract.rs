@@ -435,3 +435,22 @@ async fn every_operation_has_its_own_id_naming_its_verb_and_noun() {
         assert_eq!(ids.len(), count, "{path}: an operationId is used twice");
     }
 }
+
+#[tokio::test]
+async fn the_checked_in_openapi_documents_are_the_served_ones() {
+    let app = TestApp::spawn().await;
+    for (path, api) in [
+        ("/v1/openapi.json", "rest"),
+        ("/extension/v1/openapi.json", "extension"),
+    ] {
+        let served = app.get(path).await.text().await.unwrap();
+        let file = format!("{api}-v1.json");
+        let checked_in = format!("{}/openapi/{file}", env!("CARGO_MANIFEST_DIR"));
+        let checked_in = std::fs::read_to_string(checked_in).expect("openapi/ at the repo root");
+        // Not assert_eq: a stale document would print twice in full.
+        assert!(
+            checked_in == format!("{served}\n"),
+            "openapi/{file} is stale: run `cargo run -- openapi {api} --out openapi/{file}`"
+        );
+    }
+}

@@ -45,7 +45,9 @@ async function graphql(query, variables) {
     body: JSON.stringify({ query, variables }),
   });
   const body = await response.json();
-  if (body.errors?.length) throw new Error(body.errors.map((e) => e.message).join("; "));
+  /** @type {{ message: string }[] | undefined} */
+  const errors = body.errors;
+  if (errors?.length) throw new Error(errors.map((e) => e.message).join("; "));
   return body.data;
 }
 
@@ -69,16 +71,17 @@ async function show(brand) {
 function row(product) {
   const current = product.prices[0];
   const tr = document.createElement("tr");
-  const cells = [
-    product.name,
-    product.seller?.name ?? "unknown",
-    current ? `${current.price.toFixed(2)} ${current.currency}` : "no price",
-  ].map((text) => {
+  const cell = (/** @type {string} */ text, className = "") => {
     const td = document.createElement("td");
     td.textContent = text;
+    td.className = className;
     return td;
-  });
-  cells[2].className = "price";
+  };
+  const cells = [
+    cell(product.name),
+    cell(product.seller?.name ?? "unknown"),
+    cell(current ? `${current.price.toFixed(2)} ${current.currency}` : "no price", "price"),
+  ];
   const chart = document.createElement("td");
   // One market's prices, so that the line compares like with like.
   const history = product.priceHistory.edges
