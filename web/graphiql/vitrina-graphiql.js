@@ -4,8 +4,8 @@
 //
 // What it adds to a stock GraphiQL:
 // - the headers typed in the Headers tab persist across reloads (GraphiQL
-//   keeps them in localStorage) and are sent with every request, including
-//   the WebSocket's connection_init, so subscriptions use the same key;
+//   keeps them in localStorage); GraphiQL sends them with every request and
+//   in the WebSocket's connection_init, so subscriptions use the same key;
 // - editing the headers builds a new fetcher, which makes GraphiQL fetch the
 //   schema again; an error left by an earlier schema fetch is then cleared;
 // - the explorer plugin (click to build a query) is on;
@@ -44,13 +44,10 @@ function start() {
     const [headers, setHeaders] = React.useState(
       canonical(initialHeaders ?? config.defaultHeaders) ?? "{}",
     );
+    // A new fetcher for new headers: GraphiQL fetches the schema again
+    // whenever its fetcher changes.
     const fetcher = React.useMemo(
-      () =>
-        GraphiQL.createFetcher({
-          url: endpoint,
-          subscriptionUrl,
-          wsConnectionParams: JSON.parse(headers),
-        }),
+      () => GraphiQL.createFetcher({ url: endpoint, subscriptionUrl }),
       [headers],
     );
     const onEditHeaders = (text) => {
