@@ -2518,7 +2518,7 @@ async fn graphiql_page_loads_without_a_key() {
         "GraphiQL",
         "query Dashboard",
         "products(filter:",
-        "headerEditorEnabled: true",
+        "\"defaultHeaders\"",
         "Authorization",
     ] {
         assert!(page.contains(part), "the page has {part:?}");
