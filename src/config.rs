@@ -55,6 +55,9 @@ pub struct ServeConfig {
 
     #[command(flatten)]
     pub http: HttpConfig,
+
+    #[command(flatten)]
+    pub redis: RedisConfig,
 }
 
 /// GraphQL limits and GraphiQL.
@@ -299,6 +302,34 @@ impl Default for HttpConfig {
     }
 }
 
+/// Redis, where replicas share the per-minute rate limit.
+#[derive(Debug, Clone, Args)]
+pub struct RedisConfig {
+    /// Keep the per-minute rate limit in this Redis (`redis://[:password@]host:port[/db]`)
+    /// so that it holds across all replicas. Unset: each process counts its own.
+    #[arg(long, env = "VITRINA_REDIS_URL")]
+    pub redis_url: Option<redis::ConnectionInfo>,
+
+    /// Milliseconds a rate-limit check waits for Redis; a request it does not
+    /// answer in time is counted in this process instead.
+    #[arg(
+        long,
+        env = "VITRINA_REDIS_TIMEOUT_MS",
+        default_value_t = 50,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub redis_timeout_ms: u64,
+}
+
+impl Default for RedisConfig {
+    fn default() -> Self {
+        RedisConfig {
+            redis_url: None,
+            redis_timeout_ms: 50,
+        }
+    }
+}
+
 /// Everything a running server needs besides the database and the clock.
 #[derive(Debug, Clone, Default)]
 pub struct Settings {
@@ -307,6 +338,7 @@ pub struct Settings {
     pub jobs: JobsConfig,
     pub webhooks: WebhookConfig,
     pub http: HttpConfig,
+    pub redis: RedisConfig,
 }
 
 impl ServeConfig {
@@ -320,6 +352,7 @@ impl ServeConfig {
             jobs: self.jobs.clone(),
             webhooks: self.webhooks.clone(),
             http: self.http.clone(),
+            redis: self.redis.clone(),
         }
     }
 

@@ -128,7 +128,9 @@ impl Extension for OverWebSocketExtension {
         let data = ctx
             .data_opt::<Arc<RequestData>>()
             .ok_or_else(|| server_error(&ApiError::Unauthorized))?;
-        access::count(&data.state, &data.caller).map_err(|(error, _)| server_error(&error))?;
+        access::count(&data.state, &data.caller)
+            .await
+            .map_err(|(error, _)| server_error(&error))?;
         let request = request.data(self.meter.clone());
         self.validated.admit(ctx, request, next).await
     }

@@ -37,16 +37,17 @@ pub async fn admit(state: &AppState, headers: &HeaderMap) -> Result<Admission, R
         .await
         .map_err(|e| (ApiError::internal(e), None))?
         .ok_or((ApiError::Unauthorized, None))?;
-    let rate = count(state, &caller)?;
+    let rate = count(state, &caller).await?;
     Ok(Admission { caller, rate })
 }
 
 /// Counts one request of an admitted caller against the per-minute rate
 /// limit (an HTTP request, or an operation on a WebSocket it opened).
-pub fn count(state: &AppState, caller: &Caller) -> Result<RateDecision, Refusal> {
+pub async fn count(state: &AppState, caller: &Caller) -> Result<RateDecision, Refusal> {
     let rate = state
         .rate_limiter
-        .check(caller.account_id, state.clock.now());
+        .check(caller.account_id, state.clock.now())
+        .await;
     if !rate.allowed {
         let retry_after = rate.retry_after;
         return Err((ApiError::RateLimited { retry_after }, Some(rate)));

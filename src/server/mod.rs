@@ -49,7 +49,10 @@ impl AppState {
         AppState {
             clock,
             public_url,
-            rate_limiter: Arc::new(RateLimiter::new(settings.limits.rate_per_minute)),
+            rate_limiter: Arc::new(RateLimiter::new(
+                settings.limits.rate_per_minute,
+                &settings.redis,
+            )),
             graphql: Arc::new(Schemas::new(&settings.graphql)),
             events: {
                 let events = SessionEvents::default();

@@ -18,6 +18,7 @@ mod hostile_params;
 mod pipeline;
 mod playground;
 mod poison;
+mod rate_redis;
 mod rest_access;
 mod rest_contract;
 mod rest_products;

@@ -1,0 +1,33 @@
+//! Rate windows in process memory: exact for one node; with several replicas
+//! each keeps its own.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use uuid::Uuid;
+
+use super::{Counted, Window};
+
+#[derive(Debug, Default)]
+pub(super) struct LocalWindows {
+    /// account -> (window minute, requests counted in it)
+    windows: Mutex<HashMap<Uuid, (i64, u32)>>,
+}
+
+impl LocalWindows {
+    pub(super) fn count(&self, account: Uuid, window: Window, limit: u32) -> Counted {
+        let mut windows = self.windows.lock().unwrap_or_else(|p| p.into_inner());
+        let counted = windows.entry(account).or_insert((window.minute, 0));
+        if counted.0 != window.minute {
+            *counted = (window.minute, 0);
+        }
+        let allowed = counted.1 < limit;
+        if allowed {
+            counted.1 += 1;
+        }
+        Counted {
+            allowed,
+            used: counted.1,
+        }
+    }
+}

@@ -1,0 +1,281 @@
+//! One per-minute rate limit across replicas: `vitrina serve` processes over
+//! one database and one Redis (`TEST_REDIS_URL`, default
+//! `redis://127.0.0.1:6379`), and what they do when Redis does not answer.
+//!
+//! Each test uses a new account, so its Redis keys are its own.
+
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader, Lines, Read};
+use std::net::TcpListener;
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use futures_util::future::join_all;
+use reqwest::Response;
+
+use crate::helpers::TestDb;
+
+const LIMIT: u32 = 5;
+
+fn redis_url() -> String {
+    std::env::var("TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned())
+}
+
+/// A `vitrina serve` process allowing `LIMIT` requests a minute, stopped when dropped.
+struct Server {
+    child: Child,
+    base: String,
+    /// Kept open: the server may still print.
+    _stdout: Lines<BufReader<ChildStdout>>,
+}
+
+impl Server {
+    fn start(db: &TestDb, redis_url: &str) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_vitrina"))
+            .args(["serve", "--bind", "127.0.0.1:0"])
+            .env("DATABASE_URL", &db.url)
+            .env("VITRINA_REDIS_URL", redis_url)
+            .env("VITRINA_RATE_LIMIT_PER_MINUTE", LIMIT.to_string())
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start vitrina serve");
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let base = stdout
+            .by_ref()
+            .map_while(Result::ok)
+            .find_map(|line| line.strip_prefix("listening on ").map(str::to_owned))
+            .expect("serve prints its address");
+        Server {
+            child,
+            base,
+            _stdout: stdout,
+        }
+    }
+
+    /// Stops the server and returns the lines it logged that contain `text`.
+    fn stop_and_grep(&mut self, text: &str) -> Vec<String> {
+        self.child.kill().ok();
+        self.child.wait().ok();
+        let mut logs = String::new();
+        if let Some(mut stderr) = self.child.stderr.take() {
+            stderr.read_to_string(&mut logs).ok();
+        }
+        logs.lines()
+            .filter(|line| line.contains(text))
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
+/// A new account's key in `db`, and the account's id.
+async fn new_key(db: &TestDb) -> (String, uuid::Uuid) {
+    let conn = db.connect().await;
+    let name = format!("acme-{}", uuid::Uuid::new_v4().simple());
+    let created = vitrina::accounts::create_key(&conn, &name, chrono::Utc::now())
+        .await
+        .expect("create key");
+    (created.secret, created.key.account_id)
+}
+
+/// `requests` concurrent `GET /v1/brands` as `key`, spread evenly over `servers`.
+async fn burst(servers: &[&Server], key: &str, requests: usize) -> Vec<Response> {
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let sends = (0..requests).map(|i| {
+        client
+            .get(format!("{}/v1/brands", servers[i % servers.len()].base))
+            .bearer_auth(key)
+            .send()
+    });
+    join_all(sends)
+        .await
+        .into_iter()
+        .map(|sent| sent.expect("request"))
+        .collect()
+}
+
+fn header<'a>(response: &'a Response, name: &str) -> &'a str {
+    response
+        .headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_else(|| panic!("{name} missing"))
+}
+
+async fn redis_connection(url: &str) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(url)
+        .expect("TEST_REDIS_URL is a Redis URL")
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap_or_else(|e| {
+            panic!("no Redis at {url} ({e}): start one with `redis-server --daemonize yes`")
+        })
+}
+
+/// The account's count in Redis for the window ending at `reset_at`, and
+/// the seconds its key has left.
+async fn redis_window(url: &str, account: uuid::Uuid, reset_at: i64) -> (Option<u32>, i64) {
+    let mut redis = redis_connection(url).await;
+    let key = format!("vitrina:rate:{account}:{}", reset_at / 60 - 1);
+    let used = redis::cmd("GET").arg(&key).query_async(&mut redis).await;
+    let ttl = redis::cmd("TTL").arg(&key).query_async(&mut redis).await;
+    (used.expect("GET"), ttl.expect("TTL"))
+}
+
+/// The checks of one burst within one window; `None` when it straddled two
+/// windows (the wall clock passed a minute) and must be sent again.
+fn one_window(responses: &[Response]) -> Option<i64> {
+    let resets: HashSet<&str> = responses
+        .iter()
+        .map(|r| header(r, "x-ratelimit-reset"))
+        .collect();
+    (resets.len() == 1).then(|| resets.into_iter().next().unwrap().parse().unwrap())
+}
+
+#[tokio::test]
+async fn replicas_share_one_rate_limit_through_redis() {
+    let url = redis_url();
+    redis_connection(&url).await;
+    let db = TestDb::new().await;
+    db.connect().await;
+    let (first, second) = (Server::start(&db, &url), Server::start(&db, &url));
+
+    for _attempt in 0..3 {
+        let (key, account) = new_key(&db).await;
+        let responses = burst(&[&first, &second], &key, 2 * LIMIT as usize).await;
+        let Some(reset_at) = one_window(&responses) else {
+            continue;
+        };
+        let (passed, refused): (Vec<_>, Vec<_>) = responses.iter().partition(|r| r.status() == 200);
+        assert_eq!(passed.len(), LIMIT as usize, "exactly the limit passes");
+        let mut remaining: Vec<u32> = passed
+            .iter()
+            .map(|r| header(r, "x-ratelimit-remaining").parse().unwrap())
+            .collect();
+        remaining.sort_unstable();
+        assert_eq!(
+            remaining,
+            (0..LIMIT).collect::<Vec<_>>(),
+            "one count for both servers"
+        );
+        for response in refused {
+            assert_eq!(response.status(), 429);
+            assert_eq!(header(response, "x-ratelimit-limit"), LIMIT.to_string());
+            assert_eq!(header(response, "x-ratelimit-remaining"), "0");
+            let retry_after: i64 = header(response, "retry-after").parse().unwrap();
+            assert!((1..=60).contains(&retry_after), "{retry_after}");
+        }
+        let (used, ttl) = redis_window(&url, account, reset_at).await;
+        assert_eq!(used, Some(LIMIT), "refused requests are not counted");
+        assert!(
+            (1..=120).contains(&ttl),
+            "the key expires on its own: {ttl}"
+        );
+        return;
+    }
+    panic!("every burst straddled a minute");
+}
+
+/// A loopback port nothing listens on.
+fn closed_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+    listener.local_addr().unwrap().port()
+}
+
+#[tokio::test]
+async fn without_redis_each_process_keeps_the_limit_itself() {
+    let db = TestDb::new().await;
+    db.connect().await;
+    let closed = format!("redis://127.0.0.1:{}", closed_port());
+    let mut server = Server::start(&db, &closed);
+
+    for _attempt in 0..3 {
+        let (key, _) = new_key(&db).await;
+        let responses = burst(&[&server], &key, 2 * LIMIT as usize).await;
+        if one_window(&responses).is_none() {
+            continue;
+        }
+        let passed = responses.iter().filter(|r| r.status() == 200).count();
+        assert_eq!(passed, LIMIT as usize, "the local limiter still applies");
+        assert!(
+            responses
+                .iter()
+                .all(|r| r.status() == 200 || r.status() == 429)
+        );
+        let warnings = server.stop_and_grep("Redis is unavailable");
+        assert_eq!(
+            warnings.len(),
+            1,
+            "logged once, not per request: {warnings:?}"
+        );
+        return;
+    }
+    panic!("every burst straddled a minute");
+}
+
+/// A Redis of this test's own on `port`, stopped when dropped.
+struct OwnRedis(Child);
+
+impl OwnRedis {
+    async fn start(port: u16) -> OwnRedis {
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("redis-server on PATH");
+        let redis = OwnRedis(child);
+        let client = redis::Client::open(format!("redis://127.0.0.1:{port}")).unwrap();
+        let started = Instant::now();
+        while client.get_multiplexed_async_connection().await.is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "redis-server did not start"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        redis
+    }
+}
+
+impl Drop for OwnRedis {
+    fn drop(&mut self) {
+        self.0.kill().ok();
+        self.0.wait().ok();
+    }
+}
+
+#[tokio::test]
+async fn the_limit_returns_to_redis_when_it_answers_again() {
+    let db = TestDb::new().await;
+    db.connect().await;
+    let port = closed_port();
+    let url = format!("redis://127.0.0.1:{port}");
+    let mut server = Server::start(&db, &url);
+    let (key, account) = new_key(&db).await;
+    assert_eq!(burst(&[&server], &key, 1).await[0].status(), 200);
+
+    let _redis = OwnRedis::start(port).await;
+    let started = Instant::now();
+    loop {
+        let response = burst(&[&server], &key, 1).await.remove(0);
+        let reset_at = header(&response, "x-ratelimit-reset").parse().unwrap();
+        if redis_window(&url, account, reset_at).await.0.is_some() {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "requests are still counted in process"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(server.stop_and_grep("Redis answers again").len(), 1);
+}
