@@ -204,6 +204,7 @@ async fn serve(
             println!("database already holds data; demo seeding skipped");
         }
     }
+    let shutdown = shutdown_signal()?;
     let listener = TcpListener::bind(config.bind)
         .await
         .map_err(|e| Error::Invalid(format!("cannot listen on {}: {e}", config.bind)))?;
@@ -243,18 +244,40 @@ async fn serve(
         state = state.with_demo_key(key);
     }
     let jobs = Jobs::new(conn, clock, &settings, &public_url, state.events.clone())?;
-    let jobs = tokio::spawn(jobs.run(Duration::from_secs(
-        settings.jobs.merge_interval_secs.max(1),
-    )));
-    let served = server::serve(listener, state, shutdown_signal()).await;
-    jobs.abort();
-    served?;
+    let every = Duration::from_secs(settings.jobs.merge_interval_secs.max(1));
+    let jobs = tokio::spawn(jobs.run(every, state.draining.watch()));
+    // The jobs stop when the server starts draining, within the same grace.
+    let grace = Duration::from_secs(settings.http.shutdown_grace_secs);
+    let draining = state.draining.clone();
+    let jobs_stopped = async {
+        draining.started().await;
+        if tokio::time::timeout(grace, jobs).await.is_err() {
+            tracing::warn!(
+                "the jobs did not stop within the shutdown grace period; \
+                 the submissions they claimed return to pending when their lease runs out"
+            );
+        }
+        Ok::<(), std::io::Error>(())
+    };
+    tokio::try_join!(server::serve(listener, state, shutdown), jobs_stopped)?;
+    tracing::info!("shut down");
     Ok(())
 }
 
-async fn shutdown_signal() {
-    let _ = tokio::signal::ctrl_c().await;
-    tracing::info!("shutting down");
+/// Listens for SIGTERM (what container runtimes and systemd send) and
+/// SIGINT (Ctrl-C) from now on, so that neither ends the process at once:
+/// the future resolves at the first of them, and serving drains.
+fn shutdown_signal() -> std::io::Result<impl Future<Output = ()> + Send + 'static> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut terminate = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    Ok(async move {
+        let received = tokio::select! {
+            _ = terminate.recv() => "SIGTERM",
+            _ = interrupt.recv() => "SIGINT",
+        };
+        tracing::info!("{received} received: shutting down");
+    })
 }
 
 async fn keys(

@@ -288,6 +288,12 @@ pub struct HttpConfig {
         value_parser = clap::value_parser!(u64).range(1..)
     )]
     pub http_max_connections: Option<u64>,
+
+    /// Seconds a shutdown (SIGTERM or SIGINT) waits for requests in flight
+    /// and for the jobs' current work to finish; then the connections still
+    /// open are cut. No connection is accepted meanwhile.
+    #[arg(long, env = "VITRINA_SHUTDOWN_GRACE_SECS", default_value_t = 30)]
+    pub shutdown_grace_secs: u64,
 }
 
 impl Default for HttpConfig {
@@ -298,6 +304,7 @@ impl Default for HttpConfig {
             http_body_min_rate: 8 * 1024,
             http_idle_timeout_ms: 60_000,
             http_max_connections: None,
+            shutdown_grace_secs: 30,
         }
     }
 }

@@ -38,7 +38,7 @@ use async_graphql_axum::rejection::GraphQLRejection;
 use async_graphql_axum::{GraphQLBatchRequest, GraphQLProtocol, GraphQLWebSocket};
 use axum::Router;
 use axum::extract::WebSocketUpgrade;
-use axum::extract::ws::{CloseFrame, Message};
+use axum::extract::ws::{CloseFrame, Message, close_code};
 use axum::extract::{FromRequest, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{Html, IntoResponse, Response};
@@ -260,7 +260,8 @@ fn wrong_method(headers: &HeaderMap, allow: &'static str) -> Response {
 /// payload (`{"Authorization": "Bearer <key>"}`); opening a connection counts
 /// as one request against the rate limit, and so does each operation sent
 /// on it (`response::OverWebSocket`). Once its key is revoked, the
-/// connection is closed with code 4403 and its subscriptions end.
+/// connection is closed with code 4403 and its subscriptions end; when the
+/// server shuts down, with 1001 (going away).
 async fn subscribe(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -272,6 +273,7 @@ async fn subscribe(
         .protocols(ALL_WEBSOCKET_PROTOCOLS)
         .on_upgrade(move |socket| async move {
             let revocations = state.revocations.clone();
+            let draining = state.draining.started();
             let (admitted_tx, admitted) = tokio::sync::oneshot::channel();
             let (mut sink, stream) = socket.split();
             let served = GraphQLWebSocket::new_with_pair(&mut sink, stream, schema, protocol)
@@ -305,16 +307,18 @@ async fn subscribe(
                     Err(_) => std::future::pending().await,
                 }
             };
-            tokio::select! {
-                () = served => {}
-                () = revoked => {
-                    let close = CloseFrame {
-                        code: 4403,
-                        reason: "The API key of this connection was revoked.".into(),
-                    };
-                    let _ = sink.send(Message::Close(Some(close))).await;
-                }
-            }
+            let close = tokio::select! {
+                () = served => return,
+                () = revoked => CloseFrame {
+                    code: 4403,
+                    reason: "The API key of this connection was revoked.".into(),
+                },
+                () = draining => CloseFrame {
+                    code: close_code::AWAY,
+                    reason: "The server is shutting down.".into(),
+                },
+            };
+            let _ = sink.send(Message::Close(Some(close))).await;
         })
 }
 

@@ -1,7 +1,8 @@
 //! Runs the jobs: one tick merges everything pending, sends due webhooks,
 //! makes today's snapshot if it is missing and applies retention. `serve`
-//! ticks every few seconds; `vitrina jobs run-once` ticks once. The jobs take
-//! time from the injected clock; only the pause between ticks is real time.
+//! ticks every few seconds until it shuts down; `vitrina jobs run-once` ticks
+//! once. The jobs take time from the injected clock; only the pause between
+//! ticks is real time.
 
 use std::panic::AssertUnwindSafe;
 use std::time::Duration;
@@ -9,6 +10,7 @@ use std::time::Duration;
 use chrono::TimeDelta;
 use futures_util::FutureExt;
 use sea_orm::{DatabaseConnection, DbErr};
+use tokio::sync::watch;
 
 use super::merge::{self, MergeReport, MergeSettings};
 use super::{retention, snapshots};
@@ -86,25 +88,50 @@ impl Jobs {
 
     /// One round of every job.
     pub async fn tick(&self) -> Result<TickReport, DbErr> {
+        self.tick_until(&|| false).await
+    }
+
+    /// One round of every job, cut short once `stop()`: the merge pass
+    /// finishes the submission it is merging and hands the rest of its batch
+    /// back, and the jobs after it wait for the next start.
+    async fn tick_until(&self, stop: &(dyn Fn() -> bool + Sync)) -> Result<TickReport, DbErr> {
         let clock: &dyn Clock = self.clock.as_ref();
+        let merge = merge::run_pass_until(&self.db, clock, &self.merge, &self.events, stop).await?;
+        if stop() {
+            return Ok(TickReport {
+                merge,
+                ..TickReport::default()
+            });
+        }
         Ok(TickReport {
-            merge: merge::run_pass(&self.db, clock, &self.merge, &self.events).await?,
+            merge,
             deliveries: crate::webhooks::deliver_due(&self.db, clock, &self.sender).await?,
             snapshot_made: snapshots::ensure_today(&self.db, clock.now()).await?,
             purged: retention::purge(&self.db, clock.now(), self.retention).await?,
         })
     }
 
-    /// Ticks every `every` until the process ends; a failed tick is logged and
-    /// the next one tries again. So is a tick that panicked: its transactions
-    /// roll back, its claims run out, and a submission that keeps failing is
-    /// ended by its attempt count, so one bad row cannot stop the jobs.
-    pub async fn run(self, every: Duration) {
+    /// Ticks every `every` until `draining` turns true, then returns once the
+    /// tick in progress has stopped as [`Self::tick_until`] says. A failed
+    /// tick is logged and the next one tries again. So is a tick that
+    /// panicked: its transactions roll back, its claims run out, and a
+    /// submission that keeps failing is ended by its attempt count, so one
+    /// bad row cannot stop the jobs.
+    pub async fn run(self, every: Duration, mut draining: watch::Receiver<bool>) {
         let mut interval = tokio::time::interval(every);
         interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let stopping = draining.clone();
+        let stop = move || *stopping.borrow();
         loop {
-            interval.tick().await;
-            match AssertUnwindSafe(self.tick()).catch_unwind().await {
+            tokio::select! {
+                biased;
+                _ = draining.wait_for(|draining| *draining) => break,
+                _ = interval.tick() => {}
+            }
+            match AssertUnwindSafe(self.tick_until(&stop))
+                .catch_unwind()
+                .await
+            {
                 Ok(Ok(_)) => {}
                 Ok(Err(e)) => tracing::error!(error = %e, "job tick failed"),
                 Err(panic) => tracing::error!(
@@ -113,5 +140,6 @@ impl Jobs {
                 ),
             }
         }
+        tracing::info!("jobs stopped");
     }
 }

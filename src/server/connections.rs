@@ -19,6 +19,11 @@
 //! Once a connection is upgraded to a WebSocket, the socket belongs to the
 //! WebSocket, which keeps itself alive: no deadline applies to it any more,
 //! but it keeps its place under the cap until it closes.
+//!
+//! At shutdown, accepting stops and every connection finishes the request it
+//! is serving, then closes (WebSockets close themselves, see
+//! [`super::Draining`]). The shutdown grace period bounds this wait: once it
+//! is over, the connections still open are cut.
 
 use std::convert::Infallible;
 use std::future::{Future, poll_fn};
@@ -56,8 +61,10 @@ pub const RESERVED_DESCRIPTORS: u64 = 256;
 const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 
 /// Serves `router` on `listener` until `shutdown` resolves; then stops
-/// accepting, lets every connection finish its request in flight, and returns.
-/// Refuses to start when the connection cap does not fit the open-file limit.
+/// accepting, lets every connection finish its request in flight, and returns
+/// once all are closed or the grace period is over (the connections left are
+/// dropped with the runtime when the process exits). Refuses to start when
+/// the connection cap does not fit the open-file limit.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
@@ -66,7 +73,7 @@ pub async fn serve(
 ) -> io::Result<()> {
     let cap = connection_cap(config.http_max_connections, open_file_limit())?;
     tracing::info!(max_connections = cap, "serving HTTP");
-    let slots = Arc::new(Semaphore::new(cap));
+    let slots = Arc::new(Semaphore::new(cap as usize));
     let deadlines = Deadlines {
         header: Duration::from_millis(config.http_header_timeout_ms),
         idle: Duration::from_millis(config.http_idle_timeout_ms),
@@ -92,8 +99,22 @@ pub async fn serve(
     }
     drop(listener);
     stop.send_replace(true);
-    // Every connection task holds a receiver until its connection ends.
-    stop.closed().await;
+    let grace = Duration::from_secs(config.shutdown_grace_secs);
+    let open = || cap as usize - slots.available_permits();
+    tracing::info!(
+        open_connections = open(),
+        "stopped accepting connections; waiting up to {} s for them to finish",
+        grace.as_secs()
+    );
+    // Every connection, a WebSocket's too, holds its slot until it closes.
+    let all_closed = slots.acquire_many(cap);
+    if tokio::time::timeout(grace, all_closed).await.is_err() {
+        tracing::warn!(
+            "the shutdown grace period of {} s is over; connections cut: {}",
+            grace.as_secs(),
+            open()
+        );
+    }
     Ok(())
 }
 
@@ -143,7 +164,7 @@ fn open_file_limit() -> Option<u64> {
 
 /// How many connections may be open at once: the configured cap, or the
 /// default, either under the open-file limit less the reserved descriptors.
-fn connection_cap(configured: Option<u64>, open_files: Option<u64>) -> io::Result<usize> {
+fn connection_cap(configured: Option<u64>, open_files: Option<u64>) -> io::Result<u32> {
     let room = open_files.map(|limit| limit.saturating_sub(RESERVED_DESCRIPTORS));
     let cap = match (configured, room) {
         (Some(cap), Some(room)) if cap > room => {
@@ -172,9 +193,9 @@ fn connection_cap(configured: Option<u64>, open_files: Option<u64>) -> io::Resul
             ),
         ));
     }
-    Ok(usize::try_from(cap).map_or(Semaphore::MAX_PERMITS, |cap| {
-        cap.min(Semaphore::MAX_PERMITS)
-    }))
+    // A drain takes every slot at once, which a semaphore counts in `u32`.
+    let most = Semaphore::MAX_PERMITS.min(u32::MAX as usize) as u64;
+    Ok(cap.min(most) as u32)
 }
 
 /// One connection, from accept to close.

@@ -10,9 +10,16 @@ pub async fn healthz() -> Json<Value> {
     Json(json!({ "status": "ok" }))
 }
 
-/// The database answers; 503 otherwise.
+/// The database answers and the server is not shutting down; 503 otherwise,
+/// `draining` from the moment a shutdown starts so that load balancers send
+/// nothing more.
 pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
-    if crate::db::ping(&state.db).await {
+    if state.draining.is_draining() {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({ "status": "draining" })),
+        )
+    } else if crate::db::ping(&state.db).await {
         (StatusCode::OK, Json(json!({ "status": "ready" })))
     } else {
         (

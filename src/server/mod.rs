@@ -2,8 +2,11 @@
 
 mod body_rate;
 pub mod connections;
+mod draining;
 mod health;
 pub mod middleware;
+
+pub use draining::Draining;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -37,6 +40,8 @@ pub struct AppState {
     /// Under `serve --demo`: the demo key, filled into GraphiQL and the
     /// dashboard (which is served only then).
     pub demo_key: Option<String>,
+    /// Set once the server starts shutting down.
+    pub draining: Draining,
 }
 
 impl AppState {
@@ -63,6 +68,7 @@ impl AppState {
             db,
             settings,
             demo_key: None,
+            draining: Draining::default(),
         }
     }
 
@@ -93,13 +99,19 @@ async fn not_found() -> ApiError {
     ApiError::NotFound
 }
 
-/// Serves until `shutdown` resolves, then finishes in-flight requests; every
-/// connection is bounded as [`connections`] describes.
+/// Serves until `shutdown` resolves, then drains `state` and finishes the
+/// requests in flight within the grace period; every connection is bounded
+/// as [`connections`] describes.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let http = state.settings.http.clone();
+    let draining = state.draining.clone();
+    let shutdown = async move {
+        shutdown.await;
+        draining.start();
+    };
     connections::serve(listener, router(state), &http, shutdown).await
 }

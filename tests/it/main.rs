@@ -23,5 +23,6 @@ mod rest_access;
 mod rest_contract;
 mod rest_products;
 mod rest_sessions;
+mod shutdown;
 mod webhooks;
 mod ws;

@@ -18,7 +18,12 @@ pub async fn connect(app: &TestApp, key: &str) -> Socket {
 
 /// Opens `/graphql/ws`, saying nothing yet.
 pub async fn open(app: &TestApp) -> Socket {
-    let mut request = format!("ws://{}/graphql/ws", app.addr)
+    open_at(app.addr).await
+}
+
+/// Opens `/graphql/ws` of the server at `addr` (a binary the test started).
+pub async fn open_at(addr: std::net::SocketAddr) -> Socket {
+    let mut request = format!("ws://{addr}/graphql/ws")
         .into_client_request()
         .unwrap();
     request.headers_mut().insert(

@@ -136,37 +136,55 @@ pub async fn claim(
 }
 
 /// Claims and merges until nothing is pending.
-#[tracing::instrument(skip_all)]
 pub async fn run_pass(
     db: &DatabaseConnection,
     clock: &dyn Clock,
     settings: &MergeSettings,
     events: &SessionEvents,
 ) -> Result<MergeReport, DbErr> {
+    run_pass_until(db, clock, settings, events, &|| false).await
+}
+
+/// Claims and merges until nothing is pending or `stop()` (asked before each
+/// submission, e.g. at shutdown): then the submission being merged is
+/// finished and the rest of its batch handed back, no attempt counted.
+#[tracing::instrument(skip_all)]
+pub async fn run_pass_until(
+    db: &DatabaseConnection,
+    clock: &dyn Clock,
+    settings: &MergeSettings,
+    events: &SessionEvents,
+    stop: &(dyn Fn() -> bool + Sync),
+) -> Result<MergeReport, DbErr> {
     let mut report = MergeReport {
         released: release_expired(db, clock.now()).await?,
         ..Default::default()
     };
-    loop {
+    while !stop() {
         let batch = claim(db, clock.now(), settings).await?;
         if batch.is_empty() {
-            return Ok(report);
+            break;
         }
         let ids: Vec<i64> = batch.iter().map(|c| c.submission.id).collect();
         let lease = batch[0].submission.lease_expires_at;
         for submission in batch {
+            if stop() {
+                hand_back(db, &ids, lease).await;
+                break;
+            }
             if let Err(e) = merge_one(db, clock, settings, events, submission, &mut report).await {
                 hand_back(db, &ids, lease).await;
                 return Err(e);
             }
         }
     }
+    Ok(report)
 }
 
-/// After the database failed mid-batch, returns the batch's unfinished
-/// submissions to `pending`, so that the next pass takes them up at once
-/// instead of after the lease. When the database is still down this fails
-/// too, and the lease returns them.
+/// Returns the batch's unfinished submissions to `pending` (after the
+/// database failed mid-batch, or at shutdown), so that the next pass takes
+/// them up at once instead of after the lease. When the database is down
+/// this fails too, and the lease returns them.
 async fn hand_back(db: &DatabaseConnection, ids: &[i64], lease: Option<DateTime<Utc>>) {
     let handed = back_to_pending()
         .filter(submission::Column::Id.is_in(ids.iter().copied()))
