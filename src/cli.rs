@@ -211,6 +211,11 @@ async fn serve(
     let bound = listener.local_addr()?;
     let public_url = config.public_url(bound);
     println!("listening on http://{bound}");
+    if let Some(bind) = config.metrics_bind {
+        let every = Duration::from_secs(config.jobs.merge_interval_secs.max(1));
+        let metrics = crate::metrics::start(bind, &conn, clock.clone(), every).await?;
+        println!("metrics on http://{metrics}/metrics");
+    }
     if demo {
         let key = match demo_key {
             Some(key) => key,

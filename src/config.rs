@@ -36,6 +36,12 @@ pub struct ServeConfig {
     #[arg(long, env = "VITRINA_PUBLIC_URL")]
     pub public_url: Option<String>,
 
+    /// Address and port of the Prometheus metrics listener (`GET /metrics`),
+    /// apart from the API so that it can stay internal. Unset: no metrics
+    /// are kept or served.
+    #[arg(long, env = "VITRINA_METRICS_BIND")]
+    pub metrics_bind: Option<SocketAddr>,
+
     /// Requests per account per minute, over REST and GraphQL together.
     #[arg(long, env = "VITRINA_RATE_LIMIT_PER_MINUTE", default_value_t = 600)]
     pub rate_limit_per_minute: u32,

@@ -9,6 +9,7 @@
 //! - [`web`]: the browser pages: GraphiQL with its built-in assets, the demo dashboard;
 //! - [`seed`]: the deterministic demo and benchmark dataset;
 //! - [`jobs`]: background work over the database (snapshots, ...);
+//! - [`metrics`]: Prometheus metrics on a listener of their own;
 //! - [`clock`]: the injectable time source of jobs.
 
 // The futures of GraphQL resolvers nest deeply (a resolver awaits the query
@@ -29,6 +30,7 @@ pub mod graphql;
 pub mod http;
 pub mod jobs;
 pub mod limits;
+pub mod metrics;
 pub mod query;
 pub mod rest;
 pub mod seed;

@@ -196,6 +196,7 @@ impl Schemas {
             }
         };
         let operation = request.operation_name.clone();
+        crate::metrics::graphql::operation(operation.as_deref(), document.as_deref(), &cost);
         let meter = Arc::new(Meter::default());
         let request = request.data(data.clone()).data(meter.clone());
         let mut response = self.run.execute(request).await;

@@ -49,6 +49,7 @@ pub async fn count(state: &AppState, caller: &Caller) -> Result<RateDecision, Re
         .check(caller.account_id, state.clock.now())
         .await;
     if !rate.allowed {
+        crate::metrics::refused(crate::metrics::Limit::RatePerMinute);
         let retry_after = rate.retry_after;
         return Err((ApiError::RateLimited { retry_after }, Some(rate)));
     }

@@ -66,6 +66,7 @@ pub async fn charge(
     let limit = limit_of(db, account_id, default_limit).await?;
     let day = now.date_naive();
     let exceeded = async || -> Result<QuotaOutcome, DbErr> {
+        crate::metrics::refused(crate::metrics::Limit::DailyQuota);
         Ok(QuotaOutcome::Exceeded {
             limit,
             remaining: Ord::max(limit - used_on(db, account_id, day).await?, 0),

@@ -1,7 +1,7 @@
 //! Layers every response passes through: request ids, structured access
-//! logs, compression when the client asks for it, bounds on request bodies
-//! (size and pace), and a panic answered as an error instead of a dropped
-//! connection.
+//! logs, request metrics, compression when the client asks for it, bounds
+//! on request bodies (size and pace), and a panic answered as an error
+//! instead of a dropped connection.
 
 use std::any::Any;
 use std::time::Duration;
@@ -51,6 +51,7 @@ pub fn apply(router: Router, http: &HttpConfig) -> Router {
         ServiceBuilder::new()
             .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
             .layer(trace)
+            .layer(axum::middleware::from_fn(crate::metrics::http::record))
             .layer(PropagateRequestIdLayer::new(REQUEST_ID))
             .layer(CompressionLayer::new())
             .layer(axum::middleware::map_response(json_payload_too_large))

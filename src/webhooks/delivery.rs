@@ -72,6 +72,7 @@ pub struct DeliveryReport {
 
 impl DeliveryReport {
     fn count(&mut self, verdict: Verdict) {
+        crate::metrics::webhook_deliveries(verdict, 1);
         match verdict {
             Verdict::Succeeded => self.succeeded += 1,
             Verdict::RetryAt(_) => self.rescheduled += 1,
@@ -248,6 +249,7 @@ impl Run<'_> {
             }) = reserved
             else {
                 subscriptions::fail_pending(self.db, subscription_id, self.clock.now()).await?;
+                crate::metrics::webhook_deliveries(Verdict::Failed, waiting.len());
                 report.failed += waiting.len();
                 waiting.clear();
                 break;

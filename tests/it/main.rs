@@ -15,6 +15,7 @@ mod foundation;
 mod graphql;
 mod graphql_limits;
 mod hostile_params;
+mod metrics;
 mod pipeline;
 mod playground;
 mod poison;

@@ -288,6 +288,7 @@ async fn finish(
     let completed = completion::after_change(&txn, &session, &settings.public_url, now).await?;
     txn.commit().await?;
     events.publish(db, session.id).await;
+    crate::metrics::merge_finished(status);
     match status {
         SubmissionStatus::Merged => report.merged += 1,
         SubmissionStatus::Flagged => report.flagged += 1,
