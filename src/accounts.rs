@@ -7,9 +7,10 @@
 use chrono::{DateTime, TimeDelta, Utc};
 use entity::{account, api_key};
 use rand::RngCore;
+use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter,
-    QueryOrder, QuerySelect,
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection,
+    EntityTrait, QueryFilter, QueryOrder, QuerySelect, TransactionTrait,
 };
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -129,22 +130,92 @@ pub async fn list_keys(db: &impl ConnectionTrait) -> Result<Vec<KeyListing>, Err
         .collect())
 }
 
+/// Finds a key by its id or by the prefix `keys list` shows (`vtr_` and 8
+/// hex digits); a prefix must belong to exactly one key.
+pub async fn find_key(
+    db: &impl ConnectionTrait,
+    id_or_prefix: &str,
+) -> Result<api_key::Model, Error> {
+    let given = id_or_prefix.trim();
+    if let Ok(id) = Uuid::parse_str(given) {
+        return api_key::Entity::find_by_id(id)
+            .one(db)
+            .await?
+            .ok_or_else(|| Error::Invalid(format!("no API key with id {id}")));
+    }
+    let prefix = given.to_ascii_lowercase();
+    let is_prefix = prefix.len() == DISPLAY_PREFIX_LEN
+        && prefix
+            .strip_prefix(KEY_PREFIX)
+            .is_some_and(|digits| digits.bytes().all(|b| b.is_ascii_hexdigit()));
+    if !is_prefix {
+        return Err(Error::Invalid(format!(
+            "{given:?} is neither a key id nor a key prefix such as vtr_0123abcd (see `vitrina keys list`)"
+        )));
+    }
+    let found = api_key::Entity::find()
+        .filter(api_key::Column::Prefix.eq(prefix.as_str()))
+        .limit(2)
+        .all(db)
+        .await?;
+    match found.as_slice() {
+        [key] => Ok(key.clone()),
+        [] => Err(Error::Invalid(format!(
+            "no API key has the prefix {prefix}"
+        ))),
+        _ => Err(Error::Invalid(format!(
+            "more than one API key has the prefix {prefix}: give the key's id"
+        ))),
+    }
+}
+
+/// What revoking a key did.
+#[derive(Debug, Clone)]
+pub enum Revocation {
+    /// The key was live and is revoked now.
+    Revoked(api_key::Model),
+    /// The key had been revoked before; its `revoked_at` says when.
+    AlreadyRevoked(api_key::Model),
+}
+
 /// Revokes a key. Revoking an already revoked key keeps its first revocation time.
 pub async fn revoke_key(
     db: &impl ConnectionTrait,
     id: Uuid,
     now: DateTime<Utc>,
-) -> Result<api_key::Model, Error> {
+) -> Result<Revocation, Error> {
     let key = api_key::Entity::find_by_id(id)
         .one(db)
         .await?
         .ok_or_else(|| Error::Invalid(format!("no API key with id {id}")))?;
     if key.revoked_at.is_some() {
-        return Ok(key);
+        return Ok(Revocation::AlreadyRevoked(key));
     }
     let mut active: api_key::ActiveModel = key.into();
     active.revoked_at = Set(Some(now));
-    Ok(active.update(db).await?)
+    Ok(Revocation::Revoked(active.update(db).await?))
+}
+
+/// Creates a key for the named account and revokes its other live keys, in
+/// one transaction: the account is left with exactly one live key. Returns
+/// the new key and how many were revoked.
+pub async fn replace_keys(
+    db: &DatabaseConnection,
+    account_name: &str,
+    now: DateTime<Utc>,
+) -> Result<(NewKey, u64), Error> {
+    let txn = db.begin().await?;
+    let created = create_key(&txn, account_name, now).await?;
+    let revoked = api_key::Entity::update_many()
+        .col_expr(api_key::Column::RevokedAt, Expr::value(now))
+        .filter(api_key::Column::AccountId.eq(created.key.account_id))
+        .filter(api_key::Column::Id.ne(created.key.id))
+        .filter(api_key::Column::RevokedAt.is_null())
+        .exec(&txn)
+        .await?
+        .rows_affected;
+    txn.commit().await?;
+    Ok((created, revoked))
 }
 
 /// Those of `keys` that are revoked.

@@ -1,16 +1,19 @@
 //! The `vitrina` command line.
 
+mod keys;
+mod logging;
 mod webhooks;
+
+pub use logging::init_tracing;
 
 use clap::{Parser, Subcommand};
 use sea_orm::DatabaseConnection;
 use tokio::net::TcpListener;
-use uuid::Uuid;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::clock::{Clock, SharedClock, SystemClock};
+use crate::clock::{SharedClock, SystemClock};
 use crate::config::{DatabaseConfig, ServeConfig};
 use crate::error::Error;
 use crate::events::SessionEvents;
@@ -48,7 +51,7 @@ pub enum Command {
     Seed(SeedOptions),
     /// Manage API keys.
     #[command(subcommand)]
-    Keys(KeysCommand),
+    Keys(keys::KeysCommand),
     /// Run the background jobs.
     #[command(subcommand)]
     Jobs(JobsCommand),
@@ -101,32 +104,15 @@ pub enum JobsCommand {
     },
 }
 
-#[derive(Debug, Subcommand)]
-pub enum KeysCommand {
-    /// Create a key for an account (created when missing); the key is printed once.
-    Create {
-        #[arg(long)]
-        account: String,
-    },
-    /// List keys with their account, prefix and state.
-    List,
-    /// Revoke a key by its id.
-    Revoke { id: Uuid },
-}
-
-/// Logs go to stderr; `RUST_LOG` filters them (default `info`) and
-/// `VITRINA_LOG_FORMAT=json` makes them one JSON object per line.
-pub fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sea_orm_migration=warn"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let _ = if std::env::var("VITRINA_LOG_FORMAT").is_ok_and(|f| f == "json") {
-        builder.json().try_init()
-    } else {
-        builder.try_init()
-    };
+impl Command {
+    /// Whether the command creates the database when missing and applies
+    /// pending migrations; the others need a migrated database.
+    fn migrates(&self) -> bool {
+        matches!(
+            self,
+            Command::Serve { .. } | Command::Migrate | Command::Seed(_)
+        )
+    }
 }
 
 impl Cli {
@@ -137,12 +123,18 @@ impl Cli {
             Command::Openapi { api, out } => return emit(&api.file_text(), out.as_deref()),
             _ => {}
         }
-        let conn = db::connect(&self.database).await?;
+        let conn = if self.command.migrates() {
+            db::connect(&self.database).await?
+        } else {
+            db::connect_migrated(&self.database).await?
+        };
         let clock: SharedClock = std::sync::Arc::new(SystemClock);
         match self.command {
             Command::Serve { config, demo } => serve(conn, clock, config, demo).await,
             Command::Migrate => {
-                db::migrate(&conn).await?;
+                for name in db::migrate(&conn).await? {
+                    println!("applied {name}");
+                }
                 println!("database is up to date");
                 Ok(())
             }
@@ -155,9 +147,8 @@ impl Cli {
                 }
                 Ok(())
             }
-            Command::Keys(command) => keys(&conn, clock.as_ref(), command).await,
+            Command::Keys(command) => keys::run(&conn, clock.as_ref(), command).await,
             Command::Jobs(JobsCommand::RunOnce { config }) => {
-                db::migrate(&conn).await?;
                 let public_url = config.public_url(config.bind);
                 let jobs = Jobs::new(
                     conn,
@@ -193,7 +184,7 @@ async fn serve(
     config: ServeConfig,
     demo: bool,
 ) -> Result<(), Error> {
-    db::migrate(&conn).await?;
+    let migrations_applied = db::migrate(&conn).await?;
     let mut demo_key = None;
     if demo {
         if seed::is_empty(&conn).await? {
@@ -220,9 +211,13 @@ async fn serve(
         let key = match demo_key {
             Some(key) => key,
             None => {
-                accounts::create_key(&conn, seed::DEMO_ACCOUNT, clock.now())
-                    .await?
-                    .secret
+                // At most one live demo key, however often the demo restarts.
+                let (key, revoked) =
+                    accounts::replace_keys(&conn, seed::DEMO_ACCOUNT, clock.now()).await?;
+                if revoked > 0 {
+                    println!("earlier demo API keys revoked: {revoked}");
+                }
+                key.secret
             }
         };
         println!("demo API key: {key}");
@@ -234,11 +229,7 @@ async fn serve(
         demo_key = Some(key);
     }
     let settings = config.settings();
-    if settings.webhooks.webhook_allow_insecure_targets {
-        tracing::warn!(
-            "webhook targets are NOT checked: http and private addresses are allowed (development switch)"
-        );
-    }
+    logging::log_startup_summary(&conn, &config, bound, &public_url, &migrations_applied);
     let mut state = AppState::new(
         conn.clone(),
         clock.clone(),
@@ -283,56 +274,4 @@ fn shutdown_signal() -> std::io::Result<impl Future<Output = ()> + Send + 'stati
         };
         tracing::info!("{received} received: shutting down");
     })
-}
-
-async fn keys(
-    conn: &DatabaseConnection,
-    clock: &dyn Clock,
-    command: KeysCommand,
-) -> Result<(), Error> {
-    db::migrate(conn).await?;
-    match command {
-        KeysCommand::Create { account } => print_new_key(conn, clock, &account).await,
-        KeysCommand::List => {
-            println!(
-                "{:<36}  {:<12}  {:<20}  {:<8}  created",
-                "id", "prefix", "account", "state"
-            );
-            for row in accounts::list_keys(conn).await? {
-                let state = if row.key.revoked_at.is_some() {
-                    "revoked"
-                } else {
-                    "active"
-                };
-                println!(
-                    "{:<36}  {:<12}  {:<20}  {:<8}  {}",
-                    row.key.id,
-                    row.key.prefix,
-                    row.account_name,
-                    state,
-                    row.key
-                        .created_at
-                        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-                );
-            }
-            Ok(())
-        }
-        KeysCommand::Revoke { id } => {
-            let key = accounts::revoke_key(conn, id, clock.now()).await?;
-            println!("revoked {} ({})", key.id, key.prefix);
-            Ok(())
-        }
-    }
-}
-
-async fn print_new_key(
-    conn: &DatabaseConnection,
-    clock: &dyn Clock,
-    account: &str,
-) -> Result<(), Error> {
-    let key = accounts::create_key(conn, account, clock.now()).await?;
-    println!("created API key {} for account {account}", key.key.id);
-    println!("{}", key.secret);
-    println!("(shown once: store it now)");
-    Ok(())
 }

@@ -2,55 +2,95 @@
 //!
 //! SQLite is the embedded default: the file and its folder are created on first
 //! start, in WAL mode so readers do not block the merge job. PostgreSQL is the
-//! production store.
+//! production store. Only the commands that migrate create a database; the
+//! others open one that exists and is migrated, or say which command to run.
+//! A database that cannot be reached or opened is reported at once, in words
+//! that say what to do ([`OpenError`]).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
 use std::time::Duration;
 
 use migration::{Migrator, MigratorTrait};
+use sea_orm::sqlx::{self, ConnectOptions as _, Connection as _, postgres::PgConnectOptions};
 use sea_orm::{
     ActiveModelTrait, ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbBackend,
     DbErr, EntityTrait, Iterable,
 };
 
 use crate::config::DatabaseConfig;
-use crate::error::Error;
+use crate::error::{Error, OpenError, database_message, sqlx_error};
 
-/// Opens a connection pool, creating a missing SQLite file.
+/// How long the first connection may take. A server that refuses, a host
+/// that does not resolve, a wrong user or database are answered at once; only
+/// a host that never answers makes start-up wait this long.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Opens a connection pool, creating a missing SQLite file and its folder:
+/// for the commands that migrate (`serve`, `migrate`, `seed`).
 pub async fn connect(config: &DatabaseConfig) -> Result<DatabaseConnection, Error> {
+    open(config, true).await
+}
+
+/// Opens a connection pool for a command that needs a database ready: one
+/// that does not exist, or has migrations pending, is refused and nothing is
+/// created.
+pub async fn connect_migrated(config: &DatabaseConfig) -> Result<DatabaseConnection, Error> {
+    let db = open(config, false).await?;
+    let pending = Migrator::get_pending_migrations_read_only(&db).await?.len();
+    if pending > 0 {
+        return Err(OpenError::NotMigrated {
+            database: pool_info(&db).url,
+            pending,
+            total: Migrator::migrations().len(),
+        }
+        .into());
+    }
+    Ok(db)
+}
+
+async fn open(config: &DatabaseConfig, create: bool) -> Result<DatabaseConnection, Error> {
     let url = config.database_url.trim();
     let backend = backend_of(url)?;
-    if backend == DbBackend::Sqlite {
-        create_sqlite_parent(url)?;
+    let sqlite_file = sqlite_file(url).filter(|_| backend == DbBackend::Sqlite);
+    match (backend, &sqlite_file) {
+        (DbBackend::Sqlite, Some(path)) => prepare_sqlite_file(path, create)?,
+        (DbBackend::Postgres, _) => probe_postgres(url).await?,
+        _ => {}
     }
     let mut options = ConnectOptions::new(url.to_owned());
     options
         .max_connections(pool_size(config.db_max_connections, backend))
         .min_connections(1)
-        .connect_timeout(Duration::from_secs(5))
+        .connect_timeout(CONNECT_TIMEOUT)
         .acquire_timeout(Duration::from_secs(10))
         // Pinging on every acquire costs a round trip per statement (a REST
         // product page sends six). Only a connection idle long enough to have
         // been dropped by the server or a proxy is checked before use.
         .test_before_acquire_if_idle_for(Duration::from_secs(30))
         .sqlx_logging(false)
-        .map_sqlx_sqlite_opts(|opts| {
-            opts.create_if_missing(true)
+        .map_sqlx_sqlite_opts(move |opts| {
+            opts.create_if_missing(create)
                 .journal_mode(sea_orm::sqlx::sqlite::SqliteJournalMode::Wal)
                 .synchronous(sea_orm::sqlx::sqlite::SqliteSynchronous::Normal)
                 .busy_timeout(Duration::from_secs(10))
                 .foreign_keys(true)
         });
-    Database::connect(options).await.map_err(|err| match err {
-        DbErr::Conn(e) => Error::Connect(e.to_string()),
-        other => Error::Connect(other.to_string()),
-    })
+    Database::connect(options)
+        .await
+        .map_err(|err| open_failed(sqlite_file, &err))
 }
 
-/// Applies every pending migration. Safe to run again at any time.
-pub async fn migrate(db: &DatabaseConnection) -> Result<(), Error> {
+/// Applies every pending migration and returns the names of those it
+/// applied. Safe to run again at any time.
+pub async fn migrate(db: &DatabaseConnection) -> Result<Vec<String>, Error> {
+    let pending = Migrator::get_pending_migrations_read_only(db)
+        .await?
+        .iter()
+        .map(|m| m.name().to_owned())
+        .collect();
     Migrator::up(db, None).await?;
-    Ok(())
+    Ok(pending)
 }
 
 /// Checks the database answers, for the readiness probe.
@@ -84,26 +124,174 @@ fn backend_of(url: &str) -> Result<DbBackend, Error> {
     }
 }
 
-/// `sqlite://data/vitrina.db?mode=rwc` -> makes sure `data/` exists.
-fn create_sqlite_parent(url: &str) -> Result<(), Error> {
+/// SQLite's result code for a file it cannot open (SQLITE_CANTOPEN).
+const SQLITE_CANTOPEN: &str = "14";
+
+/// The file of a SQLite URL: `sqlite://data/vitrina.db?mode=rwc` ->
+/// `data/vitrina.db`; `None` for an in-memory database.
+fn sqlite_file(url: &str) -> Option<PathBuf> {
     let path = url
         .trim_start_matches("sqlite:")
         .trim_start_matches("//")
         .split('?')
         .next()
         .unwrap_or_default();
-    if path.is_empty() || path == ":memory:" {
-        return Ok(());
+    (!path.is_empty() && path != ":memory:").then(|| PathBuf::from(path))
+}
+
+/// Creates the folder of a SQLite file, or, when the command may not create
+/// the database, makes sure the file exists.
+fn prepare_sqlite_file(path: &Path, create: bool) -> Result<(), OpenError> {
+    match (create, path.parent().filter(|p| !p.as_os_str().is_empty())) {
+        (false, _) if !path.exists() => Err(OpenError::NoDatabase {
+            path: std::path::absolute(path).unwrap_or_else(|_| path.to_owned()),
+        }),
+        (true, Some(folder)) => {
+            std::fs::create_dir_all(folder).map_err(|source| OpenError::SqliteFolder {
+                path: folder.to_owned(),
+                source,
+            })
+        }
+        _ => Ok(()),
     }
-    if let Some(parent) = Path::new(path)
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-    {
-        std::fs::create_dir_all(parent).map_err(|e| {
-            Error::Connect(format!("cannot create folder {}: {e}", parent.display()))
-        })?;
+}
+
+/// Opens and closes one PostgreSQL connection, so that what is wrong is
+/// reported at once: the pool would retry a refused connection until its
+/// acquire timeout and then say only that it timed out.
+async fn probe_postgres(url: &str) -> Result<(), Error> {
+    let options = PgConnectOptions::from_str(url).map_err(|e| Error::DatabaseUrl(e.to_string()))?;
+    let probe = async {
+        if options.get_socket().is_none()
+            && tokio::net::lookup_host((options.get_host(), options.get_port()))
+                .await
+                .is_err()
+        {
+            return Err(OpenError::UnknownHost {
+                host: options.get_host().to_owned(),
+            }
+            .into());
+        }
+        let conn = options
+            .connect()
+            .await
+            .map_err(|e| postgres_error(&options, &e))?;
+        conn.close().await.ok();
+        Ok(())
+    };
+    tokio::time::timeout(CONNECT_TIMEOUT, probe)
+        .await
+        .unwrap_or_else(|_| {
+            Err(OpenError::NoAnswer {
+                address: postgres_address(&options),
+                waited: CONNECT_TIMEOUT,
+            }
+            .into())
+        })
+}
+
+/// Says what went wrong when the pool opened its first connection (on
+/// PostgreSQL, the probe has already named the usual causes).
+fn open_failed(sqlite_file: Option<PathBuf>, err: &DbErr) -> Error {
+    match (sqlx_error(err), sqlite_file) {
+        (Some(sqlx::Error::Database(db)), Some(path))
+            if db.code().as_deref() == Some(SQLITE_CANTOPEN) =>
+        {
+            OpenError::SqliteFile {
+                path,
+                reason: db.message().to_owned(),
+            }
+            .into()
+        }
+        _ => OpenError::Other(database_message(err)).into(),
     }
-    Ok(())
+}
+
+/// Turns a failed PostgreSQL connection into what the operator should do.
+fn postgres_error(options: &PgConnectOptions, err: &sqlx::Error) -> Error {
+    let address = postgres_address(options);
+    let user = options.get_username();
+    match err {
+        sqlx::Error::Io(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            OpenError::Refused { address }.into()
+        }
+        sqlx::Error::Database(db) => match db.code().as_deref() {
+            // invalid_password, invalid_authorization_specification (no such
+            // role, or pg_hba.conf allows no way in).
+            Some("28P01" | "28000") => OpenError::Authentication {
+                address,
+                user: user.to_owned(),
+                reason: db.message().to_owned(),
+            }
+            .into(),
+            // invalid_catalog_name
+            Some("3D000") => {
+                let name = options.get_database().unwrap_or(user);
+                let port = match options.get_port() {
+                    5432 => String::new(),
+                    port => format!(" -p {port}"),
+                };
+                OpenError::MissingDatabase {
+                    name: name.to_owned(),
+                    createdb_args: format!("-h {}{port} -U {user} {name}", options.get_host()),
+                    address,
+                }
+                .into()
+            }
+            _ => OpenError::Other(db.message().to_owned()).into(),
+        },
+        // sqlx's text of these ends with its own source position.
+        sqlx::Error::Protocol(_) => OpenError::NotPostgres { address }.into(),
+        sqlx::Error::Configuration(e) => Error::DatabaseUrl(e.to_string()),
+        other => OpenError::Other(other.to_string()).into(),
+    }
+}
+
+fn postgres_address(options: &PgConnectOptions) -> String {
+    match options.get_socket() {
+        Some(socket) => socket.display().to_string(),
+        None => format!("{}:{}", options.get_host(), options.get_port()),
+    }
+}
+
+/// Where a pool connects, as an operator may read it: the URL never carries
+/// the password.
+#[derive(Debug, Clone)]
+pub struct PoolInfo {
+    pub url: String,
+    pub max_connections: u32,
+}
+
+pub fn pool_info(db: &DatabaseConnection) -> PoolInfo {
+    match db.get_database_backend() {
+        DbBackend::Postgres => {
+            let pool = db.get_postgres_connection_pool();
+            let options = pool.connect_options();
+            PoolInfo {
+                url: format!(
+                    "postgres://{}@{}/{}",
+                    options.get_username(),
+                    postgres_address(&options),
+                    options.get_database().unwrap_or(options.get_username())
+                ),
+                max_connections: pool.options().get_max_connections(),
+            }
+        }
+        DbBackend::Sqlite => {
+            let pool = db.get_sqlite_connection_pool();
+            PoolInfo {
+                url: format!(
+                    "sqlite://{}",
+                    pool.connect_options().get_filename().display()
+                ),
+                max_connections: pool.options().get_max_connections(),
+            }
+        }
+        other => PoolInfo {
+            url: format!("{other:?}"),
+            max_connections: 0,
+        },
+    }
 }
 
 /// Bound parameters per statement, below SQLite's limit of 32,766 (PostgreSQL

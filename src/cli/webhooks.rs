@@ -43,7 +43,6 @@ pub async fn run(
     clock: &dyn Clock,
     command: WebhooksCommand,
 ) -> Result<(), Error> {
-    crate::db::migrate(conn).await?;
     match command {
         WebhooksCommand::Create {
             account,
@@ -61,6 +60,13 @@ pub async fn run(
             );
             println!("{}", created.secret);
             println!("(signing secret, shown once: store it now)");
+            if policy.allow_insecure && STRICT.check_target(&url).await.is_err() {
+                eprintln!(
+                    "warning: this target is allowed only by --webhook-allow-insecure-targets: \
+                     the server must run with the same switch \
+                     (VITRINA_WEBHOOK_ALLOW_INSECURE_TARGETS=true), or every delivery to it fails"
+                );
+            }
         }
         WebhooksCommand::List { account } => {
             let only = match account {
@@ -105,6 +111,11 @@ async fn account_named(conn: &DatabaseConnection, name: &str) -> Result<account:
         .await?
         .ok_or_else(|| Error::Invalid(format!("no account named {name:?}")))
 }
+
+/// The target rules a server runs with unless started with the development switch.
+const STRICT: TargetPolicy = TargetPolicy {
+    allow_insecure: false,
+};
 
 fn operator_error(err: SubscriptionError) -> Error {
     match err {

@@ -1,8 +1,13 @@
 //! The `vitrina` binary, run as a user would.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
 use std::time::Duration;
+
+use migration::{Migrator, MigratorTrait};
+use sea_orm::{ActiveModelTrait, ActiveValue::Set};
 
 use crate::helpers::TestDb;
 
@@ -19,10 +24,17 @@ pub fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A failed command: one line on stderr, `error: ` and `expected` in it, and
+/// nothing internal (a panic, a source position).
 pub fn assert_clean_failure(out: &Output, expected: &str) {
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = stderr(out);
     assert!(!out.status.success());
     assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(!stderr.contains("line "), "{stderr}");
     assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
     assert!(
         stderr.starts_with("error: ") && stderr.contains(expected),
@@ -30,32 +42,122 @@ pub fn assert_clean_failure(out: &Output, expected: &str) {
     );
 }
 
-#[tokio::test]
-async fn migrate_command_is_rerunnable() {
+/// A database with every migration applied.
+async fn migrated_db() -> TestDb {
     let db = TestDb::new().await;
-    for _ in 0..2 {
-        let out = vitrina(&db.url, &["migrate"]);
-        assert!(out.status.success(), "{out:?}");
-        assert!(stdout(&out).contains("up to date"));
-    }
+    db.connect().await;
+    db
 }
 
-#[tokio::test]
-async fn keys_create_list_and_revoke() {
-    let db = TestDb::new().await;
-    let out = vitrina(&db.url, &["keys", "create", "--account", "acme"]);
+/// Creates a key for `account` and returns (id, secret).
+fn create_key(db: &TestDb, account: &str) -> (String, String) {
+    let out = vitrina(&db.url, &["keys", "create", "--account", account]);
     assert!(out.status.success(), "{out:?}");
     let printed = stdout(&out);
     let secret = printed
         .lines()
         .find(|l| l.starts_with("vtr_"))
-        .expect("key printed")
-        .to_owned();
-    let id = printed
-        .split_whitespace()
-        .nth(3)
-        .expect("id printed")
-        .to_owned();
+        .expect("key printed");
+    let id = printed.split_whitespace().nth(3).expect("id printed");
+    (id.to_owned(), secret.to_owned())
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap()
+}
+
+/// `vitrina serve` on a free loopback port; stdout is read as it comes,
+/// stderr (the log) is whole once the server is stopped.
+struct Served {
+    child: Child,
+    printed: mpsc::Receiver<String>,
+    log: Option<JoinHandle<Vec<String>>>,
+    base: String,
+}
+
+impl Served {
+    /// Starts with `RUST_LOG` unset unless `env` sets it.
+    fn start(db_url: &str, args: &[&str], env: &[(&str, &str)]) -> Served {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_vitrina"))
+            .args(["serve", "--bind", "127.0.0.1:0"])
+            .args(args)
+            .env("DATABASE_URL", db_url)
+            .env_remove("RUST_LOG")
+            .envs(env.iter().copied())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start serve");
+        let out = BufReader::new(child.stdout.take().expect("stdout"));
+        let err = BufReader::new(child.stderr.take().expect("stderr"));
+        let (line, printed) = mpsc::channel();
+        std::thread::spawn(move || {
+            for text in out.lines().map_while(Result::ok) {
+                let _ = line.send(text);
+            }
+        });
+        let log = std::thread::spawn(move || err.lines().map_while(Result::ok).collect());
+        let mut served = Served {
+            child,
+            printed,
+            log: Some(log),
+            base: String::new(),
+        };
+        served.base = served.line_after("listening on ");
+        served
+    }
+
+    /// Waits for the printed line that starts with `prefix`; returns the rest.
+    fn line_after(&mut self, prefix: &str) -> String {
+        loop {
+            match self.printed.recv_timeout(Duration::from_secs(120)) {
+                Ok(line) => {
+                    if let Some(rest) = line.strip_prefix(prefix) {
+                        return rest.to_owned();
+                    }
+                }
+                Err(e) => panic!("serve never printed {prefix:?}: {e}"),
+            }
+        }
+    }
+
+    /// Stops the server (it has answered `/readyz`) and returns its log.
+    async fn stop(mut self) -> Vec<String> {
+        let ready = client().get(format!("{}/readyz", self.base)).send().await;
+        assert_eq!(ready.expect("readyz answers").status(), 200);
+        self.child.kill().ok();
+        self.child.wait().ok();
+        self.log.take().expect("log").join().expect("log read")
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
+#[tokio::test]
+async fn migrate_command_is_rerunnable() {
+    let db = TestDb::new().await;
+    let first = vitrina(&db.url, &["migrate"]);
+    assert!(first.status.success(), "{first:?}");
+    assert!(stdout(&first).contains("applied m20261122_000001_initial"));
+    let again = vitrina(&db.url, &["migrate"]);
+    assert!(again.status.success(), "{again:?}");
+    assert!(stdout(&again).contains("up to date"));
+    assert!(!stdout(&again).contains("applied"), "{}", stdout(&again));
+}
+
+#[tokio::test]
+async fn keys_create_list_and_revoke() {
+    let db = migrated_db().await;
+    let (id, secret) = create_key(&db, "acme");
 
     let list = stdout(&vitrina(&db.url, &["keys", "list"]));
     let row = list.lines().find(|l| l.starts_with(&id)).expect("listed");
@@ -78,8 +180,65 @@ async fn keys_create_list_and_revoke() {
 }
 
 #[tokio::test]
+async fn keys_revoke_takes_the_prefix_keys_list_shows() {
+    let db = migrated_db().await;
+    let (id, secret) = create_key(&db, "acme");
+    let (other_id, _) = create_key(&db, "acme");
+
+    let out = vitrina(&db.url, &["keys", "revoke", &secret[..12]]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(stdout(&out).starts_with(&format!("revoked {id}")));
+    let list = stdout(&vitrina(&db.url, &["keys", "list"]));
+    let state = |key: &str| {
+        list.lines()
+            .find(|l| l.starts_with(key))
+            .unwrap()
+            .to_owned()
+    };
+    assert!(state(&id).contains("revoked") && state(&other_id).contains("active"));
+
+    let last = secret.as_bytes()[11];
+    let unknown = format!("{}{}", &secret[..11], if last == b'0' { '1' } else { '0' });
+    assert_clean_failure(
+        &vitrina(&db.url, &["keys", "revoke", &unknown]),
+        &format!("no API key has the prefix {unknown}"),
+    );
+    // Two keys may share the 8 digits shown: a prefix must name one key.
+    let conn = db.connect().await;
+    let other = vitrina::accounts::find_key(&conn, &other_id).await.unwrap();
+    let twin = entity::api_key::ActiveModel {
+        id: Set(uuid::Uuid::new_v4()),
+        key_hash: Set("a twin's hash".into()),
+        ..other.clone().into()
+    };
+    twin.insert(&conn).await.unwrap();
+    assert_clean_failure(
+        &vitrina(&db.url, &["keys", "revoke", &other.prefix]),
+        "more than one API key has the prefix",
+    );
+    assert_clean_failure(
+        &vitrina(&db.url, &["keys", "revoke", "acme"]),
+        "neither a key id nor a key prefix",
+    );
+}
+
+#[tokio::test]
+async fn revoking_twice_says_when_and_succeeds() {
+    let db = migrated_db().await;
+    let (id, _) = create_key(&db, "acme");
+    assert!(vitrina(&db.url, &["keys", "revoke", &id]).status.success());
+    let again = vitrina(&db.url, &["keys", "revoke", &id]);
+    assert!(again.status.success(), "{again:?}");
+    let said = stdout(&again);
+    assert!(
+        said.starts_with("already revoked at 20") && said.contains(&id),
+        "{said}"
+    );
+}
+
+#[tokio::test]
 async fn revoking_an_unknown_key_fails_cleanly() {
-    let db = TestDb::new().await;
+    let db = migrated_db().await;
     let out = vitrina(
         &db.url,
         &["keys", "revoke", &uuid::Uuid::new_v4().to_string()],
@@ -111,69 +270,177 @@ async fn a_bad_database_url_fails_with_one_clear_line() {
         &vitrina("mysql://nobody@localhost/x", &["migrate"]),
         "invalid DATABASE_URL",
     );
-    assert_clean_failure(
-        &vitrina("postgres://postgres@127.0.0.1:1/none", &["migrate"]),
-        "cannot connect to the database",
-    );
 }
 
 #[tokio::test]
 async fn serve_with_demo_data_answers_health_and_prints_a_key() {
     let db = TestDb::new().await;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_vitrina"))
-        .args(["serve", "--demo", "--bind", "127.0.0.1:0"])
-        .env("DATABASE_URL", &db.url)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start serve");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let mut base = None;
-    let mut key = None;
-    let mut printed = Vec::new();
-    for line in lines.by_ref().map_while(Result::ok) {
-        printed.push(line.clone());
-        if let Some(addr) = line.strip_prefix("listening on ") {
-            base = Some(addr.to_owned());
-        }
-        if let Some(k) = line.strip_prefix("demo API key: ") {
-            key = Some(k.to_owned());
-        }
-        if line.starts_with("GraphiQL: ") {
-            break;
-        }
-    }
-    let base = base.expect("serve prints its address");
-    assert!(
-        printed
-            .iter()
-            .any(|l| l.starts_with("try: curl -H 'Authorization: Bearer vtr_")),
-        "{printed:?}"
+    let mut served = Served::start(&db.url, &["--demo"], &[("RUST_LOG", "warn")]);
+    let key = served.line_after("demo API key: ");
+    let base = served.base.clone();
+    assert!(key.starts_with("vtr_"), "{key}");
+    assert_eq!(
+        served.line_after("try: "),
+        format!("curl -H 'Authorization: Bearer {key}' '{base}/v1/products?page_size=2'")
     );
     assert!(
-        printed
-            .iter()
-            .any(|l| l.starts_with(&format!("GraphiQL: {base}/graphql"))),
-        "{printed:?}"
+        served
+            .line_after("GraphiQL")
+            .ends_with(&format!("{base}/graphql"))
     );
-    assert!(key.expect("serve --demo prints a key").starts_with("vtr_"));
 
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .timeout(Duration::from_secs(10))
-        .build()
+    let health = client()
+        .get(format!("{base}/healthz"))
+        .send()
+        .await
         .unwrap();
-    let health = client.get(format!("{base}/healthz")).send().await.unwrap();
-    let ready = client.get(format!("{base}/readyz")).send().await.unwrap();
-    child.kill().ok();
-    child.wait().ok();
     assert_eq!(health.status(), 200);
-    assert_eq!(ready.status(), 200);
+    served.stop().await;
 
     let conn = db.connect().await;
     assert!(
         !vitrina::seed::is_empty(&conn).await.unwrap(),
         "demo data was loaded"
+    );
+}
+
+#[tokio::test]
+async fn serve_demo_again_prints_a_working_key_and_leaves_one_live_demo_key() {
+    let db = TestDb::new().await;
+    let demo = ["--demo"];
+    let quiet = [("RUST_LOG", "warn")];
+    let mut first = Served::start(&db.url, &demo, &quiet);
+    let first_key = first.line_after("demo API key: ");
+    first.stop().await;
+
+    let mut second = Served::start(&db.url, &demo, &quiet);
+    assert_eq!(second.line_after("earlier demo API keys revoked: "), "1");
+    let second_key = second.line_after("demo API key: ");
+    let products = format!("{}/v1/products?page_size=1", second.base);
+    let answer = |key: String| {
+        let request = client().get(&products).bearer_auth(key).send();
+        async { request.await.expect("answered").status() }
+    };
+    assert_eq!(answer(second_key.clone()).await, 200);
+    assert_eq!(
+        answer(first_key).await,
+        401,
+        "the earlier demo key is revoked"
+    );
+    second.stop().await;
+
+    let conn = db.connect().await;
+    let live: Vec<_> = vitrina::accounts::list_keys(&conn)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|k| k.account_name == vitrina::seed::DEMO_ACCOUNT && k.key.revoked_at.is_none())
+        .collect();
+    assert_eq!(live.len(), 1);
+    assert_eq!(live[0].key.prefix, second_key[..12]);
+}
+
+#[tokio::test]
+async fn serve_logs_a_plain_start_up_summary_and_each_warning_once() {
+    let db = TestDb::new().await;
+    // A password the summary must not show (PostgreSQL here trusts loopback).
+    let url = match db.url.strip_prefix("postgres://postgres@") {
+        Some(rest) => format!("postgres://postgres:s3cret-pw@{rest}"),
+        None => db.url.clone(),
+    };
+    let served = Served::start(&url, &["--webhook-allow-insecure-targets"], &[]);
+    let log = served.stop().await;
+    let text = log.join("\n");
+
+    assert!(
+        !text.contains('\x1b'),
+        "no colour codes off a terminal: {text}"
+    );
+    assert!(!text.contains("s3cret-pw"), "{text}");
+    assert!(!text.contains("already exists, skipping"), "{text}");
+    let summary: Vec<_> = log
+        .iter()
+        .filter(|l| l.contains("vitrina started"))
+        .collect();
+    assert_eq!(summary.len(), 1, "{text}");
+    for field in [
+        concat!("version=\"", env!("CARGO_PKG_VERSION"), "\""),
+        "bind=127.0.0.1:",
+        "public_url=",
+        &format!("migrations_applied={}", Migrator::migrations().len()),
+        "m20261122_000001_initial",
+        "jobs=\"on\"",
+        "rate_limit_per_minute=600",
+    ] {
+        assert!(summary[0].contains(field), "{field} in {}", summary[0]);
+    }
+    let database = match url.starts_with("postgres") {
+        true => "database=postgres://postgres@127.0.0.1:5432/vitrina_test_",
+        false => "database=sqlite://",
+    };
+    assert!(summary[0].contains(database), "{}", summary[0]);
+    let warned = log
+        .iter()
+        .filter(|l| l.contains("WARN") && l.contains("webhook targets"))
+        .count();
+    assert_eq!(warned, 1, "the insecure-targets warning, once: {text}");
+}
+
+#[tokio::test]
+async fn json_logs_carry_the_summary_as_fields() {
+    let db = TestDb::new().await;
+    let served = Served::start(&db.url, &[], &[("VITRINA_LOG_FORMAT", "json")]);
+    let log = served.stop().await;
+    let summary = log
+        .iter()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|l| l["fields"]["message"] == "vitrina started")
+        .unwrap_or_else(|| panic!("a JSON summary: {log:#?}"));
+    assert_eq!(
+        summary["fields"]["migrations_applied"],
+        Migrator::migrations().len()
+    );
+    assert_eq!(summary["fields"]["daily_quota"], 10_000);
+}
+
+#[tokio::test]
+async fn migrate_logs_nothing_at_the_default_level() {
+    let db = TestDb::new().await;
+    for _ in 0..2 {
+        let out = Command::new(env!("CARGO_BIN_EXE_vitrina"))
+            .arg("migrate")
+            .env("DATABASE_URL", &db.url)
+            .env_remove("RUST_LOG")
+            .output()
+            .expect("run vitrina");
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(stderr(&out), "", "no sqlx notices, no migration steps");
+    }
+}
+
+#[tokio::test]
+async fn webhooks_create_with_the_insecure_switch_says_the_server_needs_it_too() {
+    let db = migrated_db().await;
+    create_key(&db, "acme");
+    let out = vitrina(
+        &db.url,
+        &[
+            "webhooks",
+            "create",
+            "--account",
+            "acme",
+            "--url",
+            "http://127.0.0.1:9/hook",
+            "--webhook-allow-insecure-targets",
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let said = stderr(&out);
+    assert!(
+        said.starts_with("warning: ")
+            && said.contains("the server must run with the same switch")
+            && said.contains("VITRINA_WEBHOOK_ALLOW_INSECURE_TARGETS=true"),
+        "{said}"
     );
 }
 

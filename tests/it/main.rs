@@ -10,6 +10,7 @@ mod fixtures;
 mod helpers;
 
 mod cli;
+mod cli_errors;
 mod connections;
 mod foundation;
 mod graphql;

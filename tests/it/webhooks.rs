@@ -1193,6 +1193,8 @@ async fn bad_requests_are_explained() {
 async fn cli_creates_lists_and_disables_subscriptions() {
     use crate::cli::{assert_clean_failure, stdout, vitrina};
     let db = crate::helpers::TestDb::new().await;
+    // `keys` and `webhooks` refuse a database that was never migrated.
+    db.connect().await;
     assert!(
         vitrina(&db.url, &["keys", "create", "--account", "acme"])
             .status
