@@ -6,6 +6,7 @@
 //! Nothing fetched is kept in the repository.
 
 use std::fmt::Write as _;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::{env, fs};
@@ -29,54 +30,56 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("@graphiql/plugin-explorer", "dist/style.css", "text/css"),
 ];
 
-fn main() {
+/// What went wrong, in a sentence: cargo prints it and fails the build.
+type Failure = Box<dyn std::error::Error>;
+
+fn main() -> Result<(), Failure> {
     println!("cargo:rerun-if-changed=web/package.json");
     println!("cargo:rerun-if-changed=web/package-lock.json");
-    let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let out = PathBuf::from(env::var_os("OUT_DIR").ok_or("cargo did not set OUT_DIR")?);
     let web = out.join("web");
-    install(&web);
+    install(&web)?;
     let modules = web.join("node_modules");
 
     let mut table = String::from("&[\n");
     for (package, file, content_type) in ASSETS {
         let path = modules.join(package).join(file);
-        assert!(
-            path.is_file(),
-            "{} is not in the installed package",
-            path.display()
-        );
+        if !path.is_file() {
+            return Err(format!("{} is not in the installed package", path.display()).into());
+        }
         writeln!(
             table,
             "    Asset {{ package: {package:?}, version: {version:?}, file: {file:?}, \
              content_type: {content_type:?}, body: include_bytes!({path:?}) }},",
-            version = version(&modules.join(package)),
-        )
-        .expect("writing to a String");
+            version = version(&modules.join(package))?,
+        )?;
     }
     table.push(']');
-    write(&out.join("web_assets.rs"), &table);
+    write(&out.join("web_assets.rs"), &table)?;
 
     let mut licences = String::from(
         "The GraphiQL playground served by Vitrina is built from these npm packages.\n",
     );
     for package in packages(&modules) {
-        licences.push_str(&licence(&package));
+        licences.push_str(&licence(&package)?);
     }
-    write(&out.join("LICENSES.txt"), &licences);
+    write(&out.join("LICENSES.txt"), &licences)
 }
 
 /// `npm ci` of the runtime packages only, skipped when the lockfile has not
 /// changed since the last install.
-fn install(web: &Path) {
-    let lock = fs::read("web/package-lock.json").expect("web/package-lock.json");
+fn install(web: &Path) -> Result<(), Failure> {
+    let lock = fs::read("web/package-lock.json")
+        .map_err(|e| context("reading web/package-lock.json", e))?;
     let stamp = web.join("installed-lock.json");
     if fs::read(&stamp).is_ok_and(|done| done == lock) {
-        return;
+        return Ok(());
     }
-    fs::create_dir_all(web).expect("creating OUT_DIR/web");
-    fs::copy("web/package.json", web.join("package.json")).expect("copying package.json");
-    fs::copy("web/package-lock.json", web.join("package-lock.json"))
-        .expect("copying package-lock.json");
+    fs::create_dir_all(web).map_err(|e| context("creating OUT_DIR/web", e))?;
+    for file in ["package.json", "package-lock.json"] {
+        fs::copy(Path::new("web").join(file), web.join(file))
+            .map_err(|e| context(&format!("copying web/{file}"), e))?;
+    }
     let status = Command::new("npm")
         .args([
             "ci",
@@ -87,18 +90,16 @@ fn install(web: &Path) {
         ])
         .current_dir(web)
         .status()
-        .unwrap_or_else(|e| {
-            panic!(
+        .map_err(|e| {
+            format!(
                 "building Vitrina runs `npm ci` to fetch GraphiQL's pinned packages, \
                  and npm could not be started ({e}): install Node.js 20 or newer with npm"
             )
-        });
-    assert!(
-        status.success(),
-        "`npm ci` in {} failed: {status}",
-        web.display()
-    );
-    fs::write(&stamp, lock).expect("writing the install stamp");
+        })?;
+    if !status.success() {
+        return Err(format!("`npm ci` in {} failed: {status}", web.display()).into());
+    }
+    fs::write(&stamp, lock).map_err(|e| context("writing the install stamp", e))
 }
 
 /// Every installed package folder, nested ones included, in a stable order.
@@ -126,8 +127,8 @@ fn packages(modules: &Path) -> Vec<PathBuf> {
 
 /// One package's section of LICENSES.txt: name, version, declared licence
 /// and the text of its licence file when it ships one.
-fn licence(package: &Path) -> String {
-    let manifest = manifest(package);
+fn licence(package: &Path) -> Result<String, Failure> {
+    let manifest = manifest(package)?;
     let field = |key: &str| manifest[key].as_str().unwrap_or("unknown").to_owned();
     let mut section = format!(
         "\n==== {}@{} ({})\n",
@@ -149,21 +150,26 @@ fn licence(package: &Path) -> String {
         section.push_str(text.trim_end());
         section.push('\n');
     }
-    section
+    Ok(section)
 }
 
-fn version(package: &Path) -> String {
-    manifest(package)["version"]
-        .as_str()
-        .expect("a package.json has a version")
-        .to_owned()
+fn version(package: &Path) -> Result<String, Failure> {
+    let manifest = manifest(package)?;
+    let version = manifest["version"].as_str();
+    let version = version.ok_or_else(|| format!("{} has no version", package.display()))?;
+    Ok(version.to_owned())
 }
 
-fn manifest(package: &Path) -> serde_json::Value {
-    let text = fs::read_to_string(package.join("package.json")).expect("package.json");
-    serde_json::from_str(&text).expect("package.json is JSON")
+fn manifest(package: &Path) -> Result<serde_json::Value, Failure> {
+    let path = package.join("package.json");
+    let text = fs::read_to_string(&path).map_err(|e| context(&path.display().to_string(), e))?;
+    Ok(serde_json::from_str(&text)?)
 }
 
-fn write(path: &Path, text: &str) {
-    fs::write(path, text).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+fn write(path: &Path, text: &str) -> Result<(), Failure> {
+    fs::write(path, text).map_err(|e| context(&format!("writing {}", path.display()), e))
+}
+
+fn context(doing: &str, e: io::Error) -> Failure {
+    format!("{doing}: {e}").into()
 }

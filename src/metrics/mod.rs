@@ -72,19 +72,25 @@ pub fn enabled() -> bool {
 }
 
 /// Installs the process's recorder, once; later calls return the same one.
-fn recorder() -> &'static PrometheusHandle {
-    RECORDER.get_or_init(|| {
-        let handle = PrometheusBuilder::new()
-            .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), SECONDS_BUCKETS)
-            .and_then(|b| {
-                b.set_buckets_for_metric(Matcher::Full(GRAPHQL_COST.into()), COST_BUCKETS)
-            })
-            .and_then(PrometheusBuilder::install_recorder)
-            .expect("the only metrics recorder of the process, with buckets");
-        describe();
-        gauge!(BUILD_INFO, "version" => env!("CARGO_PKG_VERSION")).set(1);
-        handle
-    })
+/// Fails only if something else installed a recorder first.
+fn install_recorder() -> Result<&'static PrometheusHandle, Error> {
+    if let Some(handle) = RECORDER.get() {
+        return Ok(handle);
+    }
+    let refused = |e: metrics_exporter_prometheus::BuildError| {
+        Error::Invalid(format!("cannot keep metrics: {e}"))
+    };
+    let recorder = PrometheusBuilder::new()
+        .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), SECONDS_BUCKETS)
+        .and_then(|b| b.set_buckets_for_metric(Matcher::Full(GRAPHQL_COST.into()), COST_BUCKETS))
+        .map_err(refused)?
+        .build_recorder();
+    let handle = recorder.handle();
+    metrics::set_global_recorder(recorder)
+        .map_err(|e| Error::Invalid(format!("cannot keep metrics: {e}")))?;
+    describe();
+    gauge!(BUILD_INFO, "version" => env!("CARGO_PKG_VERSION")).set(1);
+    Ok(RECORDER.get_or_init(|| handle))
 }
 
 /// The `# HELP` line of every metric.
@@ -157,7 +163,7 @@ pub async fn start(
         .await
         .map_err(|e| Error::Invalid(format!("cannot listen for metrics on {bind}: {e}")))?;
     let bound = listener.local_addr()?;
-    let handle = recorder();
+    let handle = install_recorder()?;
     tokio::spawn(sampled::run(db.clone(), clock, every, handle));
     let app = Router::new()
         .route("/metrics", get(render))
@@ -178,7 +184,10 @@ async fn render(State(db): State<DatabaseConnection>) -> impl IntoResponse {
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        recorder().render(),
+        RECORDER
+            .get()
+            .map(PrometheusHandle::render)
+            .unwrap_or_default(),
     )
 }
 

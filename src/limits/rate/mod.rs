@@ -85,11 +85,14 @@ impl RateLimiter {
         RateLimiter {
             limit,
             local: LocalWindows::default(),
-            shared: redis.redis_url.as_ref().map(|url| {
-                SharedWindows::new(
-                    url.clone(),
-                    std::time::Duration::from_millis(redis.redis_timeout_ms),
-                )
+            shared: redis.redis_url.as_ref().and_then(|url| {
+                let timeout = std::time::Duration::from_millis(redis.redis_timeout_ms);
+                // As when Redis is unreachable: keep serving, counting here.
+                SharedWindows::new(url.clone(), timeout)
+                    .inspect_err(|e| {
+                        tracing::error!(error = %e, "cannot use Redis for the rate limit; counting in this process")
+                    })
+                    .ok()
             }),
         }
     }

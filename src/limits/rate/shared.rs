@@ -69,23 +69,21 @@ struct Outage {
 impl SharedWindows {
     /// Does not connect: the connection opens on first use and reopens by
     /// itself after Redis went away.
-    pub(super) fn new(url: ConnectionInfo, timeout: Duration) -> Self {
+    pub(super) fn new(url: ConnectionInfo, timeout: Duration) -> redis::RedisResult<Self> {
         let address = url.addr().to_string();
-        let client = Client::open(url).expect("a parsed ConnectionInfo always opens");
+        let client = Client::open(url)?;
         // One attempt per try: the rest after a failure paces the retries.
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(CONNECT_TIMEOUT))
             .set_number_of_retries(0);
-        let connection = client
-            .get_connection_manager_lazy(config)
-            .expect("only push-sender settings can be refused, and none is set");
-        SharedWindows {
+        let connection = client.get_connection_manager_lazy(config)?;
+        Ok(SharedWindows {
             connection,
             script: Script::new(COUNT_IF_UNDER_LIMIT),
             address,
             timeout,
             outage: Mutex::default(),
-        }
+        })
     }
 
     /// Counts one request in Redis; `None` when Redis is resting or did not
