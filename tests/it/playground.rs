@@ -95,10 +95,18 @@ async fn graphiql_loads_every_asset_from_the_binary_as_pinned() {
     let script = app.get("/graphiql/vitrina-graphiql.js").await;
     assert_eq!(script.status(), 200);
     assert!(script.text().await.unwrap().contains("explorerPlugin"));
-    let missing = app
-        .get("/graphiql/assets/graphiql@0.0.1/graphiql.min.js")
-        .await;
-    assert_eq!(missing.status(), 404);
+    // Only the table's files exist: no other version, no path out of it.
+    let long = format!("/graphiql/assets/{}", "a/".repeat(4000));
+    for path in [
+        "/graphiql/assets/graphiql@0.0.1/graphiql.min.js",
+        "/graphiql/assets/graphiql@3.9.0/../../../Cargo.toml",
+        "/graphiql/assets/%2e%2e/%2e%2e/Cargo.toml",
+        "/graphiql/assets/graphiql@3.9.0/package.json",
+        long.as_str(),
+    ] {
+        let response = app.get(path).await;
+        assert_eq!(response.status(), 404, "{path}");
+    }
 }
 
 #[tokio::test]
