@@ -1,15 +1,13 @@
 //! The `vitrina` binary, run as a user would.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
-use std::thread::JoinHandle;
+use std::process::{Command, Output};
 use std::time::Duration;
 
 use migration::{Migrator, MigratorTrait};
 use sea_orm::{ActiveModelTrait, ActiveValue::Set};
 
 use crate::helpers::TestDb;
+use crate::serve::Serve;
 
 pub fn vitrina(db_url: &str, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_vitrina"))
@@ -70,76 +68,11 @@ fn client() -> reqwest::Client {
         .unwrap()
 }
 
-/// `vitrina serve` on a free loopback port; stdout is read as it comes,
-/// stderr (the log) is whole once the server is stopped.
-struct Served {
-    child: Child,
-    printed: mpsc::Receiver<String>,
-    log: Option<JoinHandle<Vec<String>>>,
-    base: String,
-}
-
-impl Served {
-    /// Starts with `RUST_LOG` unset unless `env` sets it.
-    fn start(db_url: &str, args: &[&str], env: &[(&str, &str)]) -> Served {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_vitrina"))
-            .args(["serve", "--bind", "127.0.0.1:0"])
-            .args(args)
-            .env("DATABASE_URL", db_url)
-            .env_remove("RUST_LOG")
-            .envs(env.iter().copied())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start serve");
-        let out = BufReader::new(child.stdout.take().expect("stdout"));
-        let err = BufReader::new(child.stderr.take().expect("stderr"));
-        let (line, printed) = mpsc::channel();
-        std::thread::spawn(move || {
-            for text in out.lines().map_while(Result::ok) {
-                let _ = line.send(text);
-            }
-        });
-        let log = std::thread::spawn(move || err.lines().map_while(Result::ok).collect());
-        let mut served = Served {
-            child,
-            printed,
-            log: Some(log),
-            base: String::new(),
-        };
-        served.base = served.line_after("listening on ");
-        served
-    }
-
-    /// Waits for the printed line that starts with `prefix`; returns the rest.
-    fn line_after(&mut self, prefix: &str) -> String {
-        loop {
-            match self.printed.recv_timeout(Duration::from_secs(120)) {
-                Ok(line) => {
-                    if let Some(rest) = line.strip_prefix(prefix) {
-                        return rest.to_owned();
-                    }
-                }
-                Err(e) => panic!("serve never printed {prefix:?}: {e}"),
-            }
-        }
-    }
-
-    /// Stops the server (it has answered `/readyz`) and returns its log.
-    async fn stop(mut self) -> Vec<String> {
-        let ready = client().get(format!("{}/readyz", self.base)).send().await;
-        assert_eq!(ready.expect("readyz answers").status(), 200);
-        self.child.kill().ok();
-        self.child.wait().ok();
-        self.log.take().expect("log").join().expect("log read")
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        self.child.kill().ok();
-        self.child.wait().ok();
-    }
+/// Stops a server that has answered `/readyz`; returns its log.
+async fn stop(mut served: Serve) -> Vec<String> {
+    let ready = client().get(format!("{}/readyz", served.base)).send().await;
+    assert_eq!(ready.expect("readyz answers").status(), 200);
+    served.kill()
 }
 
 #[tokio::test]
@@ -275,7 +208,7 @@ async fn a_bad_database_url_fails_with_one_clear_line() {
 #[tokio::test]
 async fn serve_with_demo_data_answers_health_and_prints_a_key() {
     let db = TestDb::new().await;
-    let mut served = Served::start(&db.url, &["--demo"], &[("RUST_LOG", "warn")]);
+    let mut served = Serve::start(&db.url, &["--demo"], &[("RUST_LOG", "warn")]);
     let key = served.line_after("demo API key: ");
     let base = served.base.clone();
     assert!(key.starts_with("vtr_"), "{key}");
@@ -295,7 +228,7 @@ async fn serve_with_demo_data_answers_health_and_prints_a_key() {
         .await
         .unwrap();
     assert_eq!(health.status(), 200);
-    served.stop().await;
+    stop(served).await;
 
     let conn = db.connect().await;
     assert!(
@@ -309,11 +242,11 @@ async fn serve_demo_again_prints_a_working_key_and_leaves_one_live_demo_key() {
     let db = TestDb::new().await;
     let demo = ["--demo"];
     let quiet = [("RUST_LOG", "warn")];
-    let mut first = Served::start(&db.url, &demo, &quiet);
+    let mut first = Serve::start(&db.url, &demo, &quiet);
     let first_key = first.line_after("demo API key: ");
-    first.stop().await;
+    stop(first).await;
 
-    let mut second = Served::start(&db.url, &demo, &quiet);
+    let mut second = Serve::start(&db.url, &demo, &quiet);
     assert_eq!(second.line_after("earlier demo API keys revoked: "), "1");
     let second_key = second.line_after("demo API key: ");
     let products = format!("{}/v1/products?page_size=1", second.base);
@@ -327,7 +260,7 @@ async fn serve_demo_again_prints_a_working_key_and_leaves_one_live_demo_key() {
         401,
         "the earlier demo key is revoked"
     );
-    second.stop().await;
+    stop(second).await;
 
     let conn = db.connect().await;
     let live: Vec<_> = vitrina::accounts::list_keys(&conn)
@@ -348,8 +281,8 @@ async fn serve_logs_a_plain_start_up_summary_and_each_warning_once() {
         Some(rest) => format!("postgres://postgres:s3cret-pw@{rest}"),
         None => db.url.clone(),
     };
-    let served = Served::start(&url, &["--webhook-allow-insecure-targets"], &[]);
-    let log = served.stop().await;
+    let served = Serve::start(&url, &["--webhook-allow-insecure-targets"], &[]);
+    let log = stop(served).await;
     let text = log.join("\n");
 
     assert!(
@@ -389,8 +322,8 @@ async fn serve_logs_a_plain_start_up_summary_and_each_warning_once() {
 #[tokio::test]
 async fn json_logs_carry_the_summary_as_fields() {
     let db = TestDb::new().await;
-    let served = Served::start(&db.url, &[], &[("VITRINA_LOG_FORMAT", "json")]);
-    let log = served.stop().await;
+    let served = Serve::start(&db.url, &[], &[("VITRINA_LOG_FORMAT", "json")]);
+    let log = stop(served).await;
     let summary = log
         .iter()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())

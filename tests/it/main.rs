@@ -25,6 +25,7 @@ mod rest_access;
 mod rest_contract;
 mod rest_products;
 mod rest_sessions;
+mod serve;
 mod shutdown;
 mod webhooks;
 mod ws;

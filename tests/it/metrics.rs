@@ -4,8 +4,6 @@
 //! the counters it reads move by its requests alone.
 
 use std::collections::{BTreeSet, HashMap};
-use std::io::{BufRead, BufReader, Lines};
-use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use chrono::TimeDelta;
@@ -22,54 +20,28 @@ use vitrina::query::sessions::SessionStats;
 use crate::fixtures::{insert_session, insert_submission};
 use crate::helpers::{TestApp, TestDb, test_start};
 use crate::pipeline::{item, upload};
+use crate::serve::Serve;
 
 /// `vitrina serve` on loopback ports, its API and its metrics listener.
 struct Served {
-    child: Child,
-    api: String,
+    process: Serve,
     metrics: String,
     client: reqwest::Client,
-    /// Held open: the server prints to it.
-    _stdout: Lines<BufReader<ChildStdout>>,
 }
 
 impl Served {
     fn start(db_url: &str, args: &[&str]) -> Served {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_vitrina"))
-            .args([
-                "serve",
-                "--bind",
-                "127.0.0.1:0",
-                "--metrics-bind",
-                "127.0.0.1:0",
-            ])
-            .args(args)
-            .env("DATABASE_URL", db_url)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start serve");
-        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let (mut api, mut metrics) = (None, None);
-        while api.is_none() || metrics.is_none() {
-            let line = lines.next().expect("serve prints its addresses").unwrap();
-            if let Some(url) = line.strip_prefix("listening on ") {
-                api = Some(url.to_owned());
-            }
-            if let Some(url) = line.strip_prefix("metrics on ") {
-                metrics = Some(url.to_owned());
-            }
-        }
+        let args = [&["--metrics-bind", "127.0.0.1:0"], args].concat();
+        let mut process = Serve::start(db_url, &args, &[("RUST_LOG", "warn")]);
+        let metrics = process.line_after("metrics on ");
         Served {
-            child,
-            api: api.unwrap(),
-            metrics: metrics.unwrap(),
+            process,
+            metrics,
             client: reqwest::Client::builder()
                 .no_proxy()
                 .timeout(Duration::from_secs(10))
                 .build()
                 .unwrap(),
-            _stdout: lines,
         }
     }
 
@@ -106,7 +78,7 @@ impl Served {
     ) -> (u16, Value) {
         let mut request = self
             .client
-            .request(method, format!("{}{path}", self.api))
+            .request(method, format!("{}{path}", self.process.base))
             .bearer_auth(key);
         if let Some(body) = body {
             request = request.json(body);
@@ -132,13 +104,6 @@ impl Served {
         assert_eq!(status, 200, "{body}");
         assert!(body["errors"].is_null(), "{body}");
         body
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        self.child.kill().ok();
-        self.child.wait().ok();
     }
 }
 

@@ -5,15 +5,15 @@
 //! Each test uses a new account, so its Redis keys are its own.
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Lines, Read};
 use std::net::TcpListener;
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
 use reqwest::Response;
 
 use crate::helpers::TestDb;
+use crate::serve::Serve;
 
 const LIMIT: u32 = 5;
 
@@ -21,59 +21,24 @@ fn redis_url() -> String {
     std::env::var("TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned())
 }
 
-/// A `vitrina serve` process allowing `LIMIT` requests a minute, stopped when dropped.
-struct Server {
-    child: Child,
-    base: String,
-    /// Kept open: the server may still print.
-    _stdout: Lines<BufReader<ChildStdout>>,
+/// A `vitrina serve` process allowing `LIMIT` requests a minute, counting in `redis_url`.
+fn start(db: &TestDb, redis_url: &str) -> Serve {
+    let limit = LIMIT.to_string();
+    let env = [
+        ("VITRINA_REDIS_URL", redis_url),
+        ("VITRINA_RATE_LIMIT_PER_MINUTE", limit.as_str()),
+        ("RUST_LOG", "info"),
+    ];
+    Serve::start(&db.url, &[], &env)
 }
 
-impl Server {
-    fn start(db: &TestDb, redis_url: &str) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_vitrina"))
-            .args(["serve", "--bind", "127.0.0.1:0"])
-            .env("DATABASE_URL", &db.url)
-            .env("VITRINA_REDIS_URL", redis_url)
-            .env("VITRINA_RATE_LIMIT_PER_MINUTE", LIMIT.to_string())
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start vitrina serve");
-        let mut stdout = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let base = stdout
-            .by_ref()
-            .map_while(Result::ok)
-            .find_map(|line| line.strip_prefix("listening on ").map(str::to_owned))
-            .expect("serve prints its address");
-        Server {
-            child,
-            base,
-            _stdout: stdout,
-        }
-    }
-
-    /// Stops the server and returns the lines it logged that contain `text`.
-    fn stop_and_grep(&mut self, text: &str) -> Vec<String> {
-        self.child.kill().ok();
-        self.child.wait().ok();
-        let mut logs = String::new();
-        if let Some(mut stderr) = self.child.stderr.take() {
-            stderr.read_to_string(&mut logs).ok();
-        }
-        logs.lines()
-            .filter(|line| line.contains(text))
-            .map(str::to_owned)
-            .collect()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.child.kill().ok();
-        self.child.wait().ok();
-    }
+/// Stops the server and returns the lines it logged that contain `text`.
+fn stop_and_grep(server: &mut Serve, text: &str) -> Vec<String> {
+    server
+        .kill()
+        .into_iter()
+        .filter(|line| line.contains(text))
+        .collect()
 }
 
 /// A new account's key in `db`, and the account's id.
@@ -87,7 +52,7 @@ async fn new_key(db: &TestDb) -> (String, uuid::Uuid) {
 }
 
 /// `requests` concurrent `GET /v1/brands` as `key`, spread evenly over `servers`.
-async fn burst(servers: &[&Server], key: &str, requests: usize) -> Vec<Response> {
+async fn burst(servers: &[&Serve], key: &str, requests: usize) -> Vec<Response> {
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
     let sends = (0..requests).map(|i| {
         client
@@ -146,7 +111,7 @@ async fn replicas_share_one_rate_limit_through_redis() {
     redis_connection(&url).await;
     let db = TestDb::new().await;
     db.connect().await;
-    let (first, second) = (Server::start(&db, &url), Server::start(&db, &url));
+    let (first, second) = (start(&db, &url), start(&db, &url));
 
     for _attempt in 0..3 {
         let (key, account) = new_key(&db).await;
@@ -195,7 +160,7 @@ async fn without_redis_each_process_keeps_the_limit_itself() {
     let db = TestDb::new().await;
     db.connect().await;
     let closed = format!("redis://127.0.0.1:{}", closed_port());
-    let mut server = Server::start(&db, &closed);
+    let mut server = start(&db, &closed);
 
     for _attempt in 0..3 {
         let (key, _) = new_key(&db).await;
@@ -210,7 +175,7 @@ async fn without_redis_each_process_keeps_the_limit_itself() {
                 .iter()
                 .all(|r| r.status() == 200 || r.status() == 429)
         );
-        let warnings = server.stop_and_grep("Redis is unavailable");
+        let warnings = stop_and_grep(&mut server, "Redis is unavailable");
         assert_eq!(
             warnings.len(),
             1,
@@ -259,7 +224,7 @@ async fn the_limit_returns_to_redis_when_it_answers_again() {
     db.connect().await;
     let port = closed_port();
     let url = format!("redis://127.0.0.1:{port}");
-    let mut server = Server::start(&db, &url);
+    let mut server = start(&db, &url);
     let (key, account) = new_key(&db).await;
     assert_eq!(burst(&[&server], &key, 1).await[0].status(), 200);
 
@@ -277,5 +242,5 @@ async fn the_limit_returns_to_redis_when_it_answers_again() {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    assert_eq!(server.stop_and_grep("Redis answers again").len(), 1);
+    assert_eq!(stop_and_grep(&mut server, "Redis answers again").len(), 1);
 }

@@ -9,16 +9,12 @@
 //! flight for exactly as long as the test wants, with no test-only endpoint
 //! and no timing guess.
 
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use entity::{SubmissionStatus, submission};
 use futures_util::StreamExt;
-use rustix::process::{Pid, Signal, kill_process};
+use rustix::process::Signal;
 use sea_orm::sea_query::Expr;
 use sea_orm::{ActiveValue::Set, ColumnTrait, DatabaseConnection, EntityTrait, NotSet};
 use sea_orm::{ExprTrait, PaginatorTrait, QueryFilter};
@@ -32,99 +28,11 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use crate::fixtures::insert_session;
 use crate::helpers::TestDb;
 use crate::pipeline::item;
+use crate::serve::Serve;
 use crate::ws;
 
 /// Longest wait for anything the server does after a signal.
 const BOUND: Duration = Duration::from_secs(15);
-
-/// `vitrina serve` on a free loopback port, its log read line by line.
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-    log: mpsc::Receiver<String>,
-    logged: Vec<String>,
-}
-
-impl Server {
-    fn start(db: &TestDb, args: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_vitrina"))
-            .args(["serve", "--bind", "127.0.0.1:0"])
-            .args(args)
-            .env("DATABASE_URL", &db.url)
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start serve");
-        let stderr = BufReader::new(child.stderr.take().expect("stderr"));
-        let (line, log) = mpsc::channel();
-        std::thread::spawn(move || {
-            for text in stderr.lines().map_while(Result::ok) {
-                let _ = line.send(text);
-            }
-        });
-        let mut stdout = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let addr = stdout
-            .by_ref()
-            .map_while(Result::ok)
-            .find_map(|l| l.strip_prefix("listening on http://").map(str::to_owned))
-            .expect("serve prints its address")
-            .parse()
-            .expect("an address");
-        std::thread::spawn(move || stdout.for_each(drop));
-        Server {
-            child,
-            addr,
-            log,
-            logged: Vec::new(),
-        }
-    }
-
-    fn signal(&self, signal: Signal) {
-        kill_process(Pid::from_child(&self.child), signal).expect("signal the server");
-    }
-
-    /// Waits until the server logs a line containing `text`.
-    fn wait_for_log(&mut self, text: &str) {
-        let deadline = Instant::now() + BOUND;
-        while !self.logged.iter().any(|l| l.contains(text)) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.log.recv_timeout(left) {
-                Ok(line) => self.logged.push(line),
-                Err(_) => panic!("never logged {text:?}: {:#?}", self.logged),
-            }
-        }
-    }
-
-    /// Waits for the process to end; its whole log is then in `logged`.
-    fn exit(&mut self) -> ExitStatus {
-        let deadline = Instant::now() + BOUND;
-        let status = loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                break status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "still running: {:#?}",
-                self.logged
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        self.logged.extend(self.log.iter());
-        status
-    }
-
-    fn logged(&self, text: &str) -> bool {
-        self.logged.iter().any(|l| l.contains(text))
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// What the server logs once it no longer accepts connections.
 const DRAINING: &str = "stopped accepting connections";
@@ -170,7 +78,7 @@ async fn read_answer(stream: &mut TcpStream) -> (u16, Value) {
 #[tokio::test]
 async fn a_request_in_flight_at_sigterm_finishes_while_readiness_says_draining() {
     let (db, _conn, key) = database_with_key().await;
-    let mut server = Server::start(&db, &[]);
+    let mut server = Serve::start(&db.url, &[], &[("RUST_LOG", "info")]);
     // A readiness request whose head is not finished: the server reads its
     // start (long before `slow` below is answered `100 Continue`), so the
     // drain keeps its connection for it, and it is answered while draining.
@@ -215,7 +123,7 @@ async fn a_request_in_flight_at_sigterm_finishes_while_readiness_says_draining()
 async fn open_subscriptions_are_closed_with_1001_at_sigterm() {
     let (db, conn, key) = database_with_key().await;
     let session = insert_session(&conn, &key, Utc::now()).await;
-    let mut server = Server::start(&db, &[]);
+    let mut server = Serve::start(&db.url, &[], &[("RUST_LOG", "info")]);
     let mut socket = ws::open_at(server.addr).await;
     ws::init(&mut socket, &key).await;
     assert_eq!(
@@ -275,7 +183,7 @@ async fn a_merge_pass_running_at_sigterm_leaves_no_submission_processing() {
     let session = insert_session(&conn, &key, Utc::now()).await;
     pending_submissions(&conn, session.id, SUBMISSIONS).await;
     // The first tick starts at once, claiming 500 at a time.
-    let mut server = Server::start(&db, &["--merge-batch", "500"]);
+    let mut server = Serve::start(&db.url, &["--merge-batch", "500"], &[("RUST_LOG", "info")]);
     let deadline = Instant::now() + BOUND;
     while count(&conn, SubmissionStatus::Merged).await == 0 {
         assert!(Instant::now() < deadline, "nothing merged");
@@ -307,7 +215,7 @@ async fn a_merge_pass_running_at_sigterm_leaves_no_submission_processing() {
 #[tokio::test]
 async fn sigint_shuts_down_like_sigterm() {
     let db = TestDb::new().await;
-    let mut server = Server::start(&db, &[]);
+    let mut server = Serve::start(&db.url, &[], &[("RUST_LOG", "info")]);
     server.signal(Signal::INT);
     assert!(server.exit().success(), "{:#?}", server.logged);
     assert!(server.logged("SIGINT received"), "{:#?}", server.logged);
@@ -317,7 +225,11 @@ async fn sigint_shuts_down_like_sigterm() {
 #[tokio::test]
 async fn requests_still_in_flight_after_the_grace_period_are_cut_and_the_exit_is_still_0() {
     let db = TestDb::new().await;
-    let mut server = Server::start(&db, &["--shutdown-grace-secs", "1"]);
+    let mut server = Serve::start(
+        &db.url,
+        &["--shutdown-grace-secs", "1"],
+        &[("RUST_LOG", "info")],
+    );
     let mut slow = TcpStream::connect(server.addr).await.unwrap();
     slow.write_all(
         b"POST /graphql HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\
