@@ -1,33 +1,14 @@
 //! Text normalization shared by what is stored and what is searched, so both
 //! sides of every comparison are folded the same way on every backend.
+//! [`SearchKeys`] derives from these everything a product is found by.
+
+mod search_keys;
+
+pub use search_keys::SearchKeys;
 
 /// Case-folds for case-insensitive matching (Unicode-aware, so Cyrillic too).
 pub fn fold(s: &str) -> String {
     s.to_lowercase()
-}
-
-/// Separates the per-language names inside `products.name_search`; a control
-/// character no search term can contain, so no match spans two names.
-pub const NAME_SEPARATOR: char = '\u{1f}';
-
-/// The `name_search` column: every known name, folded, in one string.
-pub fn name_search<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
-    let mut out = String::new();
-    for name in names {
-        if !out.is_empty() {
-            out.push(NAME_SEPARATOR);
-        }
-        out.push_str(&fold(name));
-    }
-    out
-}
-
-/// The `product_categories` keys of a product: every distinct folded
-/// category name at any level of any of its paths (all languages).
-pub fn category_keys<'a>(
-    paths: impl IntoIterator<Item = &'a [String]>,
-) -> std::collections::BTreeSet<String> {
-    paths.into_iter().flatten().map(|c| fold(c)).collect()
 }
 
 /// Normalizes a product or storefront URL for storage and matching: drops the

@@ -16,7 +16,7 @@ use uuid::Uuid;
 
 use super::vocab::{self, Names};
 use crate::db::insert_batched;
-use crate::text;
+use crate::text::{self, SearchKeys};
 
 /// Products per seller, on average.
 const PRODUCTS_PER_SELLER: u64 = 40;
@@ -290,13 +290,23 @@ impl Catalog {
             json!({ "rating": f64::from(rng.random_range(30..=50u8)) / 10.0, "reviews_count": rng.random_range(0..5000) })
         });
 
+        let keys = SearchKeys::of(
+            &brand,
+            &seller_code,
+            languages
+                .iter()
+                .map(|&l| (names[l].as_str(), paths[l].as_slice())),
+        );
+        batch
+            .categories
+            .extend(keys.category_rows(id, first_seen_at));
         let model = product::Model {
             id,
             marketplace: seller.marketplace,
             url: text::normalize_url(&host),
             image_cover: image(1),
             name: names[0].clone(),
-            brand_key: text::fold(&brand),
+            brand_key: keys.brand_key,
             brand,
             category_path: StringList(paths[0].clone()),
             attributes: attributes(0),
@@ -309,9 +319,9 @@ impl Catalog {
                 vec![]
             }),
             seller_ref: seller.id,
-            seller_code_key: text::fold(&seller_code),
+            seller_code_key: keys.seller_code_key,
             seller_code,
-            name_search: text::name_search(languages.iter().map(|&l| names[l].as_str())),
+            name_search: keys.name_search,
             trust_status,
             price_flagged: rng.random_bool(0.03),
             stats,
@@ -321,7 +331,6 @@ impl Catalog {
             last_seen_at,
         };
 
-        let category_keys = text::category_keys(languages.iter().map(|&l| paths[l].as_slice()));
         for &lang in &languages {
             if lang != 0 {
                 batch.translations.push(
@@ -338,17 +347,6 @@ impl Catalog {
                 );
             }
         }
-        batch
-            .categories
-            .extend(
-                category_keys
-                    .into_iter()
-                    .map(|category_key| product_category::ActiveModel {
-                        product_id: Set(id),
-                        category_key: Set(category_key),
-                        first_seen_at: Set(model.first_seen_at),
-                    }),
-            );
 
         self.prices(rng, &model, batch);
         if self.sample.len() < SAMPLE {

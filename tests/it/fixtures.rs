@@ -5,13 +5,13 @@
 use chrono::{DateTime, TimeDelta, Utc};
 use entity::{
     Marketplace, StringList, SubmissionStatus, TrustStatus, UserAuthStatus, brand_snapshot,
-    category_snapshot, current_price, price_observation, product, product_category,
-    product_translation, scrape_session, seller, special_price, submission,
+    category_snapshot, current_price, price_observation, product, product_translation,
+    scrape_session, seller, special_price, submission,
 };
 use sea_orm::{ActiveModelTrait, ActiveValue::Set, DatabaseConnection, IntoActiveModel, NotSet};
 use serde_json::json;
 use uuid::Uuid;
-use vitrina::text;
+use vitrina::text::{self, SearchKeys};
 
 use crate::helpers::test_start;
 
@@ -86,17 +86,20 @@ pub async fn insert_product(
     spec: ProductSpec,
 ) -> product::Model {
     let id = Uuid::new_v4();
-    let names =
-        std::iter::once(spec.name.as_str()).chain(spec.translations.iter().map(|t| t.1.as_str()));
-    let paths = std::iter::once(spec.category_path.as_slice())
-        .chain(spec.translations.iter().map(|t| t.2.as_slice()));
+    let languages = std::iter::once((spec.name.as_str(), spec.category_path.as_slice())).chain(
+        spec.translations
+            .iter()
+            .map(|(_, name, path)| (name.as_str(), path.as_slice())),
+    );
+    let keys = SearchKeys::of(&spec.brand, &spec.seller_code, languages);
+    let categories = keys.category_rows(id, spec.first_seen_at);
     let model = product::Model {
         id,
         marketplace: spec.marketplace,
         external_id: spec.external_id.clone(),
         url: text::normalize_url(&spec.url),
         name: spec.name.clone(),
-        brand_key: text::fold(&spec.brand),
+        brand_key: keys.brand_key,
         brand: spec.brand.clone(),
         category_path: StringList(spec.category_path.clone()),
         attributes: json!({ "цвет": "чёрный", "original": true }),
@@ -108,9 +111,9 @@ pub async fn insert_product(
         video_cover: spec.video_cover.clone(),
         video_gallery: StringList(vec![]),
         seller_ref: seller.id,
-        seller_code_key: text::fold(&spec.seller_code),
+        seller_code_key: keys.seller_code_key,
         seller_code: spec.seller_code.clone(),
-        name_search: text::name_search(names),
+        name_search: keys.name_search,
         trust_status: spec.trust_status,
         price_flagged: false,
         stats: None,
@@ -125,15 +128,8 @@ pub async fn insert_product(
         .insert(db)
         .await
         .expect("insert product");
-    for key in text::category_keys(paths) {
-        product_category::ActiveModel {
-            product_id: Set(id),
-            category_key: Set(key),
-            first_seen_at: Set(spec.first_seen_at),
-        }
-        .insert(db)
-        .await
-        .expect("insert category key");
+    for row in categories {
+        row.insert(db).await.expect("insert category key");
     }
     for (language, name, path) in spec.translations {
         product_translation::ActiveModel {

@@ -44,7 +44,7 @@ use uuid::Uuid;
 
 use super::item::{ScrapedItem, ScrapedPrice};
 use super::limits;
-use crate::text;
+use crate::text::{self, SearchKeys};
 
 /// The language the marketplaces publish in; it becomes the default once seen.
 pub const PRIMARY_LANGUAGE: &str = "ru";
@@ -78,14 +78,12 @@ pub async fn apply(
     }
     if newest {
         product.url = text::normalize_url(&item.url);
-        product.brand_key = text::fold(&item.brand);
         product.brand = item.brand.clone();
         product.image_cover = item.image_cover.clone();
         product.image_gallery = StringList(item.image_gallery.clone());
         product.video_cover = item.video_cover.clone();
         product.video_gallery = StringList(item.video_gallery.clone());
         product.seller_ref = seller.id;
-        product.seller_code_key = text::fold(&item.seller.code);
         product.seller_code = item.seller.code.clone();
         product.stats = item.stats.clone().or(product.stats.take());
         product.last_seen_at = observed_at;
@@ -204,6 +202,11 @@ async fn find_or_create_product(
     seller_ref: Uuid,
     at: DateTime<Utc>,
 ) -> Result<(product::Model, bool), DbErr> {
+    let keys = SearchKeys::of(
+        &item.brand,
+        &item.seller.code,
+        [(item.name.as_str(), item.category_path.as_slice())],
+    );
     let fresh = product::Model {
         id: Uuid::new_v4(),
         marketplace: item.marketplace,
@@ -211,7 +214,7 @@ async fn find_or_create_product(
         url: text::normalize_url(&item.url),
         name: item.name.clone(),
         brand: item.brand.clone(),
-        brand_key: text::fold(&item.brand),
+        brand_key: keys.brand_key,
         category_path: StringList(item.category_path.clone()),
         attributes: Value::Object(item.attributes.clone()),
         image_cover: item.image_cover.clone(),
@@ -220,8 +223,8 @@ async fn find_or_create_product(
         video_gallery: StringList(item.video_gallery.clone()),
         seller_ref,
         seller_code: item.seller.code.clone(),
-        seller_code_key: text::fold(&item.seller.code),
-        name_search: text::name_search([item.name.as_str()]),
+        seller_code_key: keys.seller_code_key,
+        name_search: keys.name_search,
         trust_status: TrustStatus::Unverified,
         price_flagged: false,
         stats: item.stats.clone(),
@@ -347,30 +350,28 @@ async fn upsert_translation(
     Ok(())
 }
 
-/// Recomputes the search columns and category index rows from every language.
+/// Recomputes every search key (columns and category index rows) from the
+/// product as merged so far and all its translations.
 async fn reindex(db: &impl ConnectionTrait, product: &mut product::Model) -> Result<(), DbErr> {
     let translations = product_translation::Entity::find()
         .filter(product_translation::Column::ProductId.eq(product.id))
         .all(db)
         .await?;
-    let names =
-        std::iter::once(product.name.as_str()).chain(translations.iter().map(|t| t.name.as_str()));
-    product.name_search = text::name_search(names);
-    let paths = std::iter::once(product.category_path.0.as_slice())
-        .chain(translations.iter().map(|t| t.category_path.0.as_slice()));
-    let keys: BTreeSet<String> = text::category_keys(paths);
+    let languages = std::iter::once((product.name.as_str(), product.category_path.0.as_slice()))
+        .chain(
+            translations
+                .iter()
+                .map(|t| (t.name.as_str(), t.category_path.0.as_slice())),
+        );
+    let keys = SearchKeys::of(&product.brand, &product.seller_code, languages);
+    let rows = keys.category_rows(product.id, product.first_seen_at);
+    product.brand_key = keys.brand_key;
+    product.seller_code_key = keys.seller_code_key;
+    product.name_search = keys.name_search;
     product_category::Entity::delete_many()
         .filter(product_category::Column::ProductId.eq(product.id))
         .exec(db)
         .await?;
-    let rows: Vec<product_category::ActiveModel> = keys
-        .into_iter()
-        .map(|key| product_category::ActiveModel {
-            product_id: Set(product.id),
-            category_key: Set(key),
-            first_seen_at: Set(product.first_seen_at),
-        })
-        .collect();
     crate::db::insert_batched(db, rows).await
 }
 
