@@ -26,10 +26,12 @@ use serde::de::{
     Visitor,
 };
 
+use super::order::{self, Ordered};
+
 /// The columns of a child table a statement reads, by their place in the
 /// entity, besides its parent column, which is never read (every row of the
-/// list belongs to the parent it is read with). Whoever sorts the rows
-/// reads the columns it sorts them by.
+/// list belongs to the parent it is read with). A list reads the columns
+/// of its order besides these.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Columns(u64);
 
@@ -91,27 +93,35 @@ enum Fill {
 
 impl List {
     /// The rows of `E` whose `parent` column equals `outer`, a column of
-    /// the enclosing statement (e.g. `products.id`), reading `columns`: all
-    /// of them, or the first `n` in a fixed SQL order (e.g.
-    /// `"recorded_at DESC, id DESC"`).
-    pub fn of<E: EntityTrait>(
+    /// the enclosing statement (e.g. `products.id`), reading `columns` and
+    /// those of the entity's order: all of them, or the first `n` in that
+    /// order. Refused when `E`'s model would read a row's columns in
+    /// another order than the entity lists them (see [`read_in_order`]).
+    pub fn of<E: Ordered>(
         backend: DbBackend,
         parent: E::Column,
         outer: &str,
         columns: Columns,
-        first: Option<(&str, u64)>,
-    ) -> List {
+        first: Option<u64>,
+    ) -> Result<List, DbErr>
+    where
+        E::Model: DeserializeOwned,
+    {
+        read_in_order::<E>()?;
         let table = E::default().table_name().to_owned();
         let parent = parent.as_str();
         let mut values = Vec::new();
         let fields = E::Column::iter()
             .enumerate()
-            .map(|(at, c)| match c.as_str() != parent && columns.reads(at) {
-                true => {
-                    values.push(value(backend, c, c.as_str()));
-                    Field::Read
+            .map(|(at, c)| {
+                let read = columns.reads(at) || order::sorts_by::<E>(c);
+                match c.as_str() != parent && read {
+                    true => {
+                        values.push(value(backend, c, c.as_str()));
+                        Field::Read
+                    }
+                    false => Field::Fill(Fill::of(c)),
                 }
-                false => Field::Fill(Fill::of(c)),
             })
             .collect();
         let values = values.join(", ");
@@ -120,15 +130,15 @@ impl List {
             _ => format!("json_group_array(json_array({values}))"),
         };
         let limit = match first {
-            Some((order_by, n)) => format!(" ORDER BY {order_by} LIMIT {n}"),
+            Some(n) => format!(" ORDER BY {} LIMIT {n}", order::sql::<E>()),
             None => String::new(),
         };
-        List {
+        Ok(List {
             sql: format!(
                 "(SELECT {aggregate} FROM (SELECT * FROM {table} WHERE {parent} = {outer}{limit}) t)"
             ),
             fields,
-        }
+        })
     }
 
     /// The list's column: a JSON array of rows, or NULL or `[]` when there
@@ -137,19 +147,19 @@ impl List {
         Expr::cust(self.sql.clone())
     }
 
-    /// The child rows in column `alias` of `row`, in SQL's order; callers
-    /// that need one sort them.
-    pub fn decode<M: DeserializeOwned>(
-        &self,
-        row: &QueryResult,
-        alias: &str,
-    ) -> Result<Vec<M>, DbErr> {
-        match row.try_get::<Option<String>>("", alias)? {
+    /// The child rows in column `alias` of `row`, in their entity's order.
+    pub fn decode<E: Ordered>(&self, row: &QueryResult, alias: &str) -> Result<Vec<E::Model>, DbErr>
+    where
+        E::Model: DeserializeOwned,
+    {
+        let mut rows = match row.try_get::<Option<String>>("", alias)? {
             Some(text) => self
                 .read(&text)
-                .map_err(|e| DbErr::Type(format!("{alias} read as JSON: {e}"))),
-            None => Ok(Vec::new()),
-        }
+                .map_err(|e| DbErr::Type(format!("{alias} read as JSON: {e}")))?,
+            None => Vec::new(),
+        };
+        order::sort::<E>(&mut rows);
+        Ok(rows)
     }
 
     /// The rows of the list's JSON text.
@@ -159,6 +169,58 @@ impl List {
         json.end()?;
         Ok(rows)
     }
+}
+
+/// Refuses an entity whose model reads a row in another order than the
+/// entity lists its columns: a row array holds the columns in the latter,
+/// the derived `Deserialize` takes a sequence's elements in the former.
+fn read_in_order<E: EntityTrait>() -> Result<(), DbErr>
+where
+    E::Model: DeserializeOwned,
+{
+    let fields = model_fields::<E::Model>();
+    let columns: Vec<&str> = E::Column::iter().map(|c| c.as_str()).collect();
+    match fields == Some(columns.as_slice()) {
+        true => Ok(()),
+        false => Err(DbErr::Custom(format!(
+            "{}: model fields {fields:?} are not its columns {columns:?} in order",
+            E::default().table_name()
+        ))),
+    }
+}
+
+/// The field names a derived `Deserialize` of struct `M` reads, in order:
+/// what it hands a deserializer, which stops it there.
+fn model_fields<M: DeserializeOwned>() -> Option<&'static [&'static str]> {
+    struct Probe<'a>(&'a mut Option<&'static [&'static str]>);
+
+    impl<'de> Deserializer<'de> for Probe<'_> {
+        type Error = de::value::Error;
+
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+            Err(de::Error::custom("not a struct"))
+        }
+
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            fields: &'static [&'static str],
+            _visitor: V,
+        ) -> Result<V::Value, Self::Error> {
+            *self.0 = Some(fields);
+            Err(de::Error::custom("fields read"))
+        }
+
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+            bytes byte_buf option unit unit_struct newtype_struct seq tuple
+            tuple_struct map enum identifier ignored_any
+        }
+    }
+
+    let mut fields = None;
+    let _ = M::deserialize(Probe(&mut fields));
+    fields
 }
 
 /// Column `name` of the child row `t` as a JSON value. On SQLite: JSON is
@@ -393,6 +455,7 @@ mod tests {
             columns,
             None,
         )
+        .unwrap()
     }
 
     #[test]
@@ -438,7 +501,8 @@ mod tests {
     fn documents_and_times_left_out_read_as_empty() {
         use product_translation::{Column, Entity};
         let columns = Columns::of::<Entity>(|c| matches!(c, Column::Language | Column::Name));
-        let list = List::of::<Entity>(DbBackend::Sqlite, Column::ProductId, "p.id", columns, None);
+        let list = List::of::<Entity>(DbBackend::Sqlite, Column::ProductId, "p.id", columns, None)
+            .unwrap();
         let rows: Vec<product_translation::Model> = list.read(r#"[["en", "Sneakers"]]"#).unwrap();
         let row = &rows[0];
         assert_eq!(
@@ -454,14 +518,49 @@ mod tests {
     fn a_row_of_another_length_than_its_columns_is_refused() {
         use price_observation::Column::*;
         let list = latest(|c| matches!(c, Id | Price));
-        for text in ["[[7]]", "[[7, 1.5, 2]]", r#"[["7", 1.5]]"#] {
-            let read = list.read::<price_observation::Model>(text);
+        let at = r#""2026-11-20T10:00:00Z""#;
+        for text in [
+            "[[7, 1.5]]".to_owned(),
+            format!("[[7, 1.5, {at}, 2]]"),
+            format!(r#"[["7", 1.5, {at}]]"#),
+        ] {
+            let read = list.read::<price_observation::Model>(&text);
             assert!(read.is_err(), "{text}");
         }
+        let rows = list.read::<price_observation::Model>(&format!("[[7, 1.5, {at}]]"));
+        assert_eq!(rows.unwrap()[0].price, 1.5);
+    }
+
+    #[test]
+    fn a_list_reads_the_columns_it_is_sorted_by() {
+        use price_observation::Column::*;
+        let list = latest(|c| matches!(c, Price));
         assert!(
-            list.read::<price_observation::Model>("[]")
-                .unwrap()
-                .is_empty()
+            list.sql
+                .contains("json_build_array(t.id, t.price, t.recorded_at)"),
+            "{}",
+            list.sql
         );
+    }
+
+    #[test]
+    fn every_child_model_reads_its_columns_in_order() {
+        use entity::{current_price, special_price};
+        read_in_order::<price_observation::Entity>().unwrap();
+        read_in_order::<current_price::Entity>().unwrap();
+        read_in_order::<special_price::Entity>().unwrap();
+        read_in_order::<product_translation::Entity>().unwrap();
+    }
+
+    #[test]
+    fn the_fields_of_a_model_are_those_serde_reads() {
+        #[derive(serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Swapped {
+            b: i64,
+            a: String,
+        }
+        assert_eq!(model_fields::<Swapped>(), Some(&["b", "a"][..]));
+        assert_eq!(model_fields::<Vec<i64>>(), None);
     }
 }

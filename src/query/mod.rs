@@ -7,6 +7,7 @@
 
 pub mod children;
 pub mod keyset;
+pub mod order;
 pub mod prices;
 pub mod products;
 pub mod sellers;
@@ -17,13 +18,12 @@ pub mod top;
 use chrono::{DateTime, Datelike, Utc};
 use sea_orm::sea_query::{Expr, LikeExpr};
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, PaginatorTrait, QuerySelect,
-    Select,
+    ColumnTrait, ConnectionTrait, DbBackend, DbErr, PaginatorTrait, QuerySelect, Select,
 };
 use uuid::Uuid;
 
 /// Errors of the query layer. Surfaces map each variant to their own codes
-/// (see `crate::http::ApiError`). Deliberately not `Display`: nothing can
+/// (REST and GraphQL through `ApiError`). Deliberately not `Display`: nothing can
 /// print a database error to a client by accident.
 #[derive(Debug)]
 pub enum QueryError {
@@ -129,12 +129,11 @@ pub fn check_length(name: &str, value: &str, max: usize) -> Result<(), QueryErro
     }
 }
 
-/// One page of `select`, put in order by `order`, and the total `select`
+/// One page of `select` in its entity's order, and the total `select`
 /// counts. A page past the end reads no rows.
-pub async fn offset_page<E: EntityTrait>(
+pub async fn offset_page<E: order::Ordered>(
     db: &impl ConnectionTrait,
     select: Select<E>,
-    order: impl FnOnce(Select<E>) -> Select<E>,
     page: Page,
 ) -> Result<(Vec<E::Model>, u64), DbErr>
 where
@@ -144,7 +143,7 @@ where
     let Some(skip) = page.offset_in(total) else {
         return Ok((Vec::new(), total));
     };
-    let rows = order(select)
+    let rows = order::apply(select)
         .offset(skip)
         .limit(page.page_size)
         .all(db)

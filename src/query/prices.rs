@@ -5,13 +5,13 @@ use entity::{UserAuthStatus, price_observation, product};
 use sea_orm::sea_query::{Expr, Func};
 use sea_orm::{
     ColumnTrait, Condition, ConnectionTrait, EntityTrait, ExprTrait, PaginatorTrait, QueryFilter,
-    QueryOrder, Select,
 };
 use uuid::Uuid;
 
 use super::offset_page;
 
 use super::keyset::{self, Key, Slice, Window};
+use super::order;
 use super::{Page, QueryError, check_texts, storable_time};
 use crate::text;
 
@@ -78,9 +78,6 @@ impl PriceHistoryFilter {
     }
 }
 
-/// The order of a price history as SQL: newest first, ties by id.
-pub const NEWEST_FIRST: &str = "recorded_at DESC, id DESC";
-
 /// One page of observations, newest first (ties by id, newest first), and the
 /// total matching the filter.
 pub async fn history(
@@ -94,12 +91,7 @@ pub async fn history(
         return Err(QueryError::NotFound);
     }
     let select = price_observation::Entity::find().filter(filter.condition(product_id));
-    let newest_first = |select: Select<price_observation::Entity>| {
-        select
-            .order_by_desc(price_observation::Column::RecordedAt)
-            .order_by_desc(price_observation::Column::Id)
-    };
-    Ok(offset_page(db, select, newest_first, page).await?)
+    Ok(offset_page(db, select, page).await?)
 }
 
 /// The ordering key of a price history: newest first, ties by id.
@@ -129,11 +121,8 @@ pub async fn connection(
 ) -> Result<Slice<price_observation::Model>, QueryError> {
     filter.validate()?;
     let select = price_observation::Entity::find().filter(filter.condition(product_id));
-    let columns = [
-        price_observation::Column::RecordedAt,
-        price_observation::Column::Id,
-    ];
-    Ok(keyset::fetch(db, select, &columns, sea_orm::Order::Desc, window).await?)
+    let (columns, direction) = order::keyset::<price_observation::Entity>();
+    Ok(keyset::fetch(db, select, &columns, direction, window).await?)
 }
 
 /// How many observations of the product match the filter.
@@ -159,7 +148,6 @@ pub async fn latest(
         db,
         price_observation::Column::ProductId,
         product_ids,
-        NEWEST_FIRST,
         n,
     )
     .await?;

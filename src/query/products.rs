@@ -18,9 +18,8 @@ use uuid::Uuid;
 
 use super::children::{Columns, List};
 use super::keyset::{Key, Slice, Window};
-use super::{
-    MAX_CONTAINS_LEN, Page, QueryError, check_length, check_texts, contains_pattern, prices,
-};
+use super::order::{self, Ordered};
+use super::{MAX_CONTAINS_LEN, Page, QueryError, check_length, check_texts, contains_pattern};
 use crate::text;
 
 /// The filters of products (REST `GET /v1/products`, GraphQL `products`),
@@ -146,29 +145,28 @@ impl ProductFilter {
         }
     }
 
-    /// The columns of "newest first" (`first_seen_at`, then id): a
-    /// category's index rows carry both, so with a category the index
+    /// The columns of the products' order and its direction. A
+    /// category's index rows carry them too, so with a category the index
     /// yields the order and a page stops after its own rows.
-    fn newest_columns(&self) -> [Expr; 2] {
-        match given(&self.category) {
-            Some(_) => [
-                product_category::Column::FirstSeenAt.into_expr(),
-                product_category::Column::ProductId.into_expr(),
-            ],
-            None => [
-                product::Column::FirstSeenAt.into_expr(),
-                product::Column::Id.into_expr(),
-            ],
-        }
+    fn order_columns(&self) -> (Vec<Expr>, sea_orm::Order) {
+        let (columns, direction) = order::keyset::<product::Entity>();
+        let indexed = given(&self.category).is_some();
+        let columns = columns
+            .into_iter()
+            .map(|column| match (indexed, in_category_index(column)) {
+                (true, Some(twin)) => twin.into_expr(),
+                _ => column.into_expr(),
+            })
+            .collect();
+        (columns, direction)
     }
 
-    /// Matching products, newest first (`first_seen_at` desc, ties by id desc).
+    /// Matching products in their order.
     pub fn select(&self) -> Select<product::Entity> {
-        let mut select = self.matching();
-        for column in self.newest_columns() {
-            select = select.order_by_desc(column);
-        }
-        select
+        let (columns, direction) = self.order_columns();
+        columns.into_iter().fold(self.matching(), |select, column| {
+            select.order_by(column, direction.clone())
+        })
     }
 
     /// `SELECT COUNT(*) AS total` of the matching products.
@@ -191,13 +189,6 @@ impl ProductFilter {
     }
 }
 
-/// The order of every product list: newest first, ties by id.
-fn newest_first(select: Select<product::Entity>) -> Select<product::Entity> {
-    select
-        .order_by_desc(product::Column::FirstSeenAt)
-        .order_by_desc(product::Column::Id)
-}
-
 /// The ordering key of products: newest first, ties by id.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ProductKey(pub chrono::DateTime<chrono::Utc>, pub Uuid);
@@ -213,6 +204,16 @@ impl Key for ProductKey {
 impl ProductKey {
     pub fn of(product: &product::Model) -> Self {
         ProductKey(product.first_seen_at, product.id)
+    }
+}
+
+/// The column of a product's `product_categories` rows that holds the
+/// value of `column`, if they hold one.
+fn in_category_index(column: product::Column) -> Option<product_category::Column> {
+    match column {
+        product::Column::FirstSeenAt => Some(product_category::Column::FirstSeenAt),
+        product::Column::Id => Some(product_category::Column::ProductId),
+        _ => None,
     }
 }
 
@@ -332,11 +333,8 @@ pub async fn connection(
     total: bool,
 ) -> Result<ProductPage, QueryError> {
     filter.validate()?;
-    let select = window.bound(
-        filter.matching(),
-        &filter.newest_columns(),
-        sea_orm::Order::Desc,
-    );
+    let (columns, direction) = filter.order_columns();
+    let select = window.bound(filter.matching(), &columns, direction);
     let counted = total.then(|| filter.counting());
     let rows = read(db, select, with, counted).await?;
     let total = match (total, rows.total) {
@@ -417,31 +415,28 @@ async fn read(
     } else {
         select.into_query()
     };
-    // Each list reads the columns its rows are sorted by below.
     let translations = with.translations.map(|columns| {
         use product_translation::{Column, Entity};
-        let columns = columns.and::<Entity>(|c| matches!(c, Column::Language));
         List::of::<Entity>(backend, Column::ProductId, PARENT, columns, None)
     });
     let prices = with.prices.map(|columns| {
         use current_price::{Column, Entity};
-        let columns = columns.and::<Entity>(|c| {
-            use Column::*;
-            matches!(c, CountryCode | RegionCode | UserAuthStatus | Id)
-        });
         List::of::<Entity>(backend, Column::ProductId, PARENT, columns, None)
     });
     let special_prices = with.special_prices.map(|columns| {
         use special_price::{Column, Entity};
-        let columns = columns.and::<Entity>(|c| matches!(c, Column::Id));
         List::of::<Entity>(backend, Column::ProductId, PARENT, columns, None)
     });
     let latest_prices = with.latest_prices.map(|(n, columns)| {
         use price_observation::{Column, Entity};
-        let columns = columns.and::<Entity>(|c| matches!(c, Column::RecordedAt | Column::Id));
-        let newest = Some((prices::NEWEST_FIRST, n));
-        List::of::<Entity>(backend, Column::ProductId, PARENT, columns, newest)
+        List::of::<Entity>(backend, Column::ProductId, PARENT, columns, Some(n))
     });
+    let (translations, prices, special_prices, latest_prices) = (
+        translations.transpose()?,
+        prices.transpose()?,
+        special_prices.transpose()?,
+        latest_prices.transpose()?,
+    );
     for (list, alias) in [
         (&translations, TRANSLATIONS),
         (&prices, PRICES),
@@ -481,24 +476,28 @@ async fn read(
             sellers.insert(seller.id, seller);
         }
         if let (Some(map), Some(list)) = (&mut related.translations, &translations) {
-            let mut rows: Vec<product_translation::Model> = list.decode(&row, TRANSLATIONS)?;
-            rows.sort_by(|a, b| a.language.cmp(&b.language));
-            map.insert(product.id, rows);
+            map.insert(
+                product.id,
+                list.decode::<product_translation::Entity>(&row, TRANSLATIONS)?,
+            );
         }
         if let (Some(map), Some(list)) = (&mut related.prices, &prices) {
-            let mut rows = list.decode(&row, PRICES)?;
-            sort_current_prices(&mut rows);
-            map.insert(product.id, rows);
+            map.insert(
+                product.id,
+                list.decode::<current_price::Entity>(&row, PRICES)?,
+            );
         }
         if let (Some(map), Some(list)) = (&mut related.special_prices, &special_prices) {
-            let mut rows: Vec<special_price::Model> = list.decode(&row, SPECIAL_PRICES)?;
-            rows.sort_by_key(|r| r.id);
-            map.insert(product.id, rows);
+            map.insert(
+                product.id,
+                list.decode::<special_price::Entity>(&row, SPECIAL_PRICES)?,
+            );
         }
         if let (Some((_, map)), Some(list)) = (&mut related.latest_prices, &latest_prices) {
-            let mut rows: Vec<price_observation::Model> = list.decode(&row, LATEST_PRICES)?;
-            rows.sort_by_key(|r| std::cmp::Reverse((r.recorded_at, r.id)));
-            map.insert(product.id, rows);
+            map.insert(
+                product.id,
+                list.decode::<price_observation::Entity>(&row, LATEST_PRICES)?,
+            );
         }
         products.push(product);
     }
@@ -546,7 +545,7 @@ pub async fn list(
         Some(0) => filter.select(),
         // A deep page skips its offset over the ids alone (an index-only
         // scan where the filter has an index), then reads its own rows.
-        Some(skip) => newest_first(
+        Some(skip) => order::apply(
             product::Entity::find()
                 .filter(product::Column::Id.in_subquery(filter.page_ids(skip, page.page_size + 1))),
         ),
@@ -627,60 +626,54 @@ pub async fn sellers_by_id(
         .collect())
 }
 
-/// Current prices per product, in a stable order (country, region, auth status).
+/// Current prices per product, in their order.
 pub async fn current_prices(
     db: &impl ConnectionTrait,
     ids: &[Uuid],
 ) -> Result<HashMap<Uuid, Vec<current_price::Model>>, DbErr> {
-    let mut rows = current_price::Entity::find()
-        .filter(super::one_of(db, current_price::Column::ProductId, ids))
-        .all(db)
-        .await?;
-    sort_current_prices(&mut rows);
-    Ok(group(rows, |r| r.product_id))
+    children::<current_price::Entity>(db, current_price::Column::ProductId, ids, |r| r.product_id)
+        .await
 }
 
-/// The order of a product's current prices: country, region, auth status.
-/// Sorted here, not in SQL: backends disagree on where NULL regions go.
-fn sort_current_prices(rows: &mut [current_price::Model]) {
-    rows.sort_by(|a, b| {
-        (&a.country_code, &a.region_code, a.user_auth_status, a.id).cmp(&(
-            &b.country_code,
-            &b.region_code,
-            b.user_auth_status,
-            b.id,
-        ))
-    });
-}
-
+/// Special prices per product, in their order.
 pub async fn special_prices(
     db: &impl ConnectionTrait,
     ids: &[Uuid],
 ) -> Result<HashMap<Uuid, Vec<special_price::Model>>, DbErr> {
-    let rows = special_price::Entity::find()
-        .filter(super::one_of(db, special_price::Column::ProductId, ids))
-        .order_by_asc(special_price::Column::Id)
-        .all(db)
-        .await?;
-    Ok(group(rows, |r| r.product_id))
+    children::<special_price::Entity>(db, special_price::Column::ProductId, ids, |r| r.product_id)
+        .await
 }
 
-/// Translations per product, by language.
+/// Translations per product, in their order (by language).
 pub async fn translations(
     db: &impl ConnectionTrait,
     ids: &[Uuid],
 ) -> Result<HashMap<Uuid, Vec<product_translation::Model>>, DbErr> {
-    let rows = product_translation::Entity::find()
-        .filter(super::one_of(
-            db,
-            product_translation::Column::ProductId,
-            ids,
-        ))
-        .order_by_asc(product_translation::Column::ProductId)
-        .order_by_asc(product_translation::Column::Language)
+    use product_translation::{Column, Entity};
+    children::<Entity>(db, Column::ProductId, ids, |r| r.product_id).await
+}
+
+/// The rows of child table `E` of the `parents`, per parent, in their
+/// order (sorted here: some orders hold text or nullable columns, which
+/// SQL orders otherwise; see [`Ordered`]).
+async fn children<E: Ordered>(
+    db: &impl ConnectionTrait,
+    parent: E::Column,
+    parents: &[Uuid],
+    parent_of: impl Fn(&E::Model) -> Uuid,
+) -> Result<HashMap<Uuid, Vec<E::Model>>, DbErr>
+where
+    E::Model: Sync,
+{
+    let rows = E::find()
+        .filter(super::one_of(db, parent, parents))
         .all(db)
         .await?;
-    Ok(group(rows, |r| r.product_id))
+    let mut grouped = group(rows, parent_of);
+    for rows in grouped.values_mut() {
+        order::sort::<E>(rows);
+    }
+    Ok(grouped)
 }
 
 /// The newest `n` products of each seller (internal seller ids), in one statement.
@@ -693,7 +686,6 @@ pub async fn newest_per_seller(
         db,
         product::Column::SellerRef,
         seller_ids,
-        "first_seen_at DESC, id DESC",
         n,
     )
     .await?;

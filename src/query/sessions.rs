@@ -10,13 +10,14 @@ use entity::{SessionStatus, SubmissionStatus, scrape_session, submission};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DbErr, EntityTrait, ExprTrait, PaginatorTrait, QueryFilter,
-    QueryOrder, QuerySelect, Select,
+    QuerySelect,
 };
 use uuid::Uuid;
 
 use super::offset_page;
 
 use super::keyset::{self, Key, Slice, Window};
+use super::order;
 use super::products::{self, ProductView};
 use super::{Page, QueryError};
 
@@ -150,12 +151,7 @@ pub async fn list_for_account(
 ) -> Result<(Vec<SessionView>, u64), QueryError> {
     let select =
         scrape_session::Entity::find().filter(scrape_session::Column::AccountId.eq(account_id));
-    let newest_first = |select: Select<scrape_session::Entity>| {
-        select
-            .order_by_desc(scrape_session::Column::CreatedAt)
-            .order_by_desc(scrape_session::Column::Id)
-    };
-    let (sessions, total) = offset_page(db, select, newest_first, page).await?;
+    let (sessions, total) = offset_page(db, select, page).await?;
     let ids: Vec<Uuid> = sessions.iter().map(|s| s.id).collect();
     let mut stats = stats(db, &ids).await?;
     let views = sessions
@@ -178,9 +174,7 @@ pub async fn entries_for_account(
 ) -> Result<(Vec<SessionEntry>, u64), QueryError> {
     owned_session(db, account_id, session_id).await?;
     let select = submission::Entity::find().filter(submission::Column::SessionId.eq(session_id));
-    let in_submission_order =
-        |select: Select<submission::Entity>| select.order_by_asc(submission::Column::Id);
-    let (submissions, total) = offset_page(db, select, in_submission_order, page).await?;
+    let (submissions, total) = offset_page(db, select, page).await?;
     let merged_ids: Vec<Uuid> = submissions.iter().filter_map(merged_product).collect();
     let mut views: HashMap<Uuid, ProductView> = products::get_many(db, &merged_ids)
         .await?
@@ -244,12 +238,9 @@ pub async fn connection_for_account(
     let select =
         scrape_session::Entity::find().filter(scrape_session::Column::AccountId.eq(account_id));
     let total = select.clone().count(db).await?;
-    let columns = [
-        scrape_session::Column::CreatedAt,
-        scrape_session::Column::Id,
-    ];
+    let (columns, direction) = order::keyset::<scrape_session::Entity>();
     Ok((
-        keyset::fetch(db, select, &columns, sea_orm::Order::Desc, window).await?,
+        keyset::fetch(db, select, &columns, direction, window).await?,
         total,
     ))
 }
@@ -281,9 +272,9 @@ pub async fn submissions_for_account(
             .filter(submission::Column::ProductId.is_not_null());
     }
     let total = select.clone().count(db).await?;
-    let columns = [submission::Column::Id];
+    let (columns, direction) = order::keyset::<submission::Entity>();
     Ok((
-        keyset::fetch(db, select, &columns, sea_orm::Order::Asc, window).await?,
+        keyset::fetch(db, select, &columns, direction, window).await?,
         total,
     ))
 }

@@ -6,24 +6,22 @@
 //! parents as one array parameter, SQLite (no `LATERAL`, no arrays) with a
 //! correlated subquery over a `VALUES` list.
 
-use sea_orm::{
-    ConnectionTrait, DbBackend, DbErr, EntityTrait, FromQueryResult, Iden, Statement, Value,
-};
+use sea_orm::{ConnectionTrait, DbBackend, DbErr, FromQueryResult, Iden, Statement, Value};
 use uuid::Uuid;
 
+use super::order::{self, Ordered};
+
 /// Rows of `E` whose `parent` column is one of `parents` (distinct), at most `n` per
-/// parent, grouped by parent and in the order `order_by` within it (a fixed
-/// SQL ORDER BY list of the entity's own columns, e.g.
-/// `"recorded_at DESC, id DESC"`). The entity has a unique `id` column.
+/// parent, grouped by parent and in the entity's order within it. The
+/// entity has a unique `id` column.
 pub async fn first_n_per_parent<E>(
     db: &impl ConnectionTrait,
     parent: E::Column,
     parents: &[Uuid],
-    order_by: &'static str,
     n: u64,
 ) -> Result<Vec<E::Model>, DbErr>
 where
-    E: EntityTrait,
+    E: Ordered,
     E::Model: FromQueryResult,
 {
     if parents.is_empty() || n == 0 {
@@ -32,6 +30,7 @@ where
     let backend = db.get_database_backend();
     let table = E::default().table_name().to_owned();
     let parent = parent.to_string();
+    let order_by = order::sql::<E>();
     let (sql, values) = match backend {
         DbBackend::Postgres => (
             // 100 products' latest prices: 1.7 ms with ROW_NUMBER(), 0.5 ms here.
