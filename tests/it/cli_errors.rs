@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use migration::{Migrator, MigratorTrait};
 
-use crate::cli::{assert_clean_failure, vitrina};
 use crate::helpers::TestDb;
+use crate::helpers::cli::{assert_clean_failure, vitrina};
 
 /// How soon a database that cannot be used is reported.
 const AT_ONCE: Duration = Duration::from_secs(2);

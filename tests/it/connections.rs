@@ -18,7 +18,7 @@ use tokio_tungstenite::tungstenite::Message;
 use vitrina::config::{HttpConfig, Settings};
 
 use crate::helpers::TestApp;
-use crate::pipeline::{item, upload};
+use crate::helpers::uploads::{item, upload};
 use crate::ws;
 
 const HEALTHZ: &[u8] = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";

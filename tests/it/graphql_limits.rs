@@ -1,35 +1,28 @@
-//! GraphQL under hostile input: every document is measured before it is
-//! validated or run (fields after fragment expansion, aliases, depth,
-//! introspection's cost, size), an admitted request has a deadline, a
-//! body that is not a GraphQL request is refused, and the WebSocket obeys
-//! the rate limit and a key's revocation like HTTP.
+//! GraphQL's limits of a query, and GraphQL under hostile input: every
+//! document is measured before it is validated or run (fields after
+//! fragment expansion, aliases, depth, complexity, introspection's cost,
+//! size) and each answer reports its cost, an admitted request has a
+//! deadline, a body that is not a GraphQL request is refused, and the
+//! WebSocket obeys the rate limit and a key's revocation like HTTP.
 
 use std::time::{Duration, Instant};
 
+use entity::Marketplace;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
+use uuid::Uuid;
 use vitrina::clock::Clock;
 use vitrina::config::{GraphqlConfig, Settings};
 use vitrina::limits::Limits;
 
+use crate::fixtures::{self, insert_product, insert_seller, product};
 use crate::helpers::TestApp;
-use crate::pipeline::{item, send};
+use crate::helpers::graphql::{
+    GRAPHQL_RESPONSE, data, nodes, only_error_code, post, statements_for,
+};
+use crate::helpers::uploads::{item, send};
 use crate::ws;
-
-/// POSTs a query; the status and the JSON body.
-async fn post(app: &TestApp, key: &str, query: &str) -> (u16, Value) {
-    let response = app
-        .client
-        .post(app.url("/graphql"))
-        .bearer_auth(key)
-        .json(&json!({ "query": query }))
-        .send()
-        .await
-        .expect("request");
-    let status = response.status().as_u16();
-    (status, response.json().await.expect("a JSON body"))
-}
 
 /// The one error of a refused request: its code and message.
 fn refusal(body: &Value) -> (String, String) {
@@ -41,19 +34,27 @@ fn refusal(body: &Value) -> (String, String) {
     (code.to_owned(), message.to_owned())
 }
 
-/// Asserts `query` is refused as too complex with a message holding `words`,
-/// without running a statement beyond the key check.
-async fn assert_too_complex(app: &TestApp, key: &str, query: &str, words: &str) {
+/// Statements of a request that resolves nothing: the key lookup only
+/// (measured after a first request, which also stamps the key's last use).
+async fn admission_cost(app: &TestApp, key: &str) -> usize {
+    data(app, key, "{ __typename }", json!({})).await;
+    statements_for(app, key, "{ __typename }", json!({}))
+        .await
+        .0
+}
+
+/// Asserts `query` is refused before execution as too complex, with a
+/// message holding `words`: one clear error, no data, and no statement
+/// beyond the key lookup.
+async fn assert_too_complex(app: &TestApp, key: &str, query: &str, variables: Value, words: &str) {
+    let admission = admission_cost(app, key).await;
     let before = app.statements();
-    let (status, body) = post(app, key, query).await;
+    let (status, body) = post(app, Some(key), query, variables).await;
+    assert_eq!(app.statements() - before, admission, "nothing executed");
     assert_eq!(status, 200, "{body}");
     let (code, message) = refusal(&body);
-    assert_eq!(code, "QUERY_TOO_COMPLEX", "{message}");
-    assert!(message.contains(words), "{message:?} names {words:?}");
-    assert!(
-        app.statements() - before <= 2,
-        "nothing but the key check ran"
-    );
+    assert_eq!(code, "QUERY_TOO_COMPLEX", "{body}");
+    assert!(message.contains(words), "{message:?} says {words:?}");
 }
 
 /// `levels` fragments on the query root, each spreading the one below twice:
@@ -84,11 +85,11 @@ async fn spreads_are_counted_expanded_and_a_fragment_bomb_is_refused_at_once() {
     assert!(bomb.len() < 2_000, "a small document: {}", bomb.len());
     let words = "asks for 536870912 fields once its fragments are expanded; \
                  the limit is 2000 (VITRINA_GRAPHQL_MAX_FIELDS)";
-    assert_too_complex(&app, &key, &bomb, words).await;
+    assert_too_complex(&app, &key, &bomb, json!({}), words).await;
     // Counts that pass any integer are still refused, and named.
-    assert_too_complex(&app, &key, &fragment_bomb(80), "more than").await;
+    assert_too_complex(&app, &key, &fragment_bomb(80), json!({}), "more than").await;
     // 2^10 fields expanded is within the default limit and answered.
-    let (status, body) = post(&app, &key, &fragment_bomb(10)).await;
+    let (status, body) = post(&app, Some(&key), &fragment_bomb(10), json!({})).await;
     assert_eq!(
         (status, &body["data"]["__typename"]),
         (200, &json!("QueryRoot"))
@@ -101,18 +102,18 @@ async fn aliases_and_typename_count_as_fields() {
     let key = app.key("acme").await;
     let words = "uses 101 aliases once its fragments are expanded; \
                  the limit is 100 (VITRINA_GRAPHQL_MAX_ALIASES)";
-    assert_too_complex(&app, &key, &aliases(101), words).await;
-    let (status, body) = post(&app, &key, &aliases(100)).await;
+    assert_too_complex(&app, &key, &aliases(101), json!({}), words).await;
+    let (status, body) = post(&app, Some(&key), &aliases(100), json!({})).await;
     assert_eq!((status, &body["data"]["a99"]), (200, &json!("QueryRoot")));
     // The same field asked again is worked again: each one counts.
     let typenames = format!("{{ {} }}", "__typename ".repeat(2_001));
-    assert_too_complex(&app, &key, &typenames, "asks for 2001 fields").await;
+    assert_too_complex(&app, &key, &typenames, json!({}), "asks for 2001 fields").await;
     // Aliases hidden in a fragment count each time it is spread.
     let spread = format!(
         "{{ ...F ...F }} fragment F on QueryRoot {{ {} }}",
         &aliases(51)[2..aliases(51).len() - 2]
     );
-    assert_too_complex(&app, &key, &spread, "uses 102 aliases").await;
+    assert_too_complex(&app, &key, &spread, json!({}), "uses 102 aliases").await;
 }
 
 #[tokio::test]
@@ -125,18 +126,18 @@ async fn directives_are_counted_and_limited() {
             .collect();
         format!("{{ {} }}", fields.join(" "))
     };
-    let (status, body) = post(&app, &key, &included(100)).await;
+    let (status, body) = post(&app, Some(&key), &included(100), json!({})).await;
     assert_eq!(
         (status, &body["data"]["__typename"]),
         (200, &json!("QueryRoot"))
     );
     let words = "uses 101 directives once its fragments are expanded; \
                  the limit is 100 (VITRINA_GRAPHQL_MAX_DIRECTIVES)";
-    assert_too_complex(&app, &key, &included(101), words).await;
+    assert_too_complex(&app, &key, &included(101), json!({}), words).await;
     // Thousands of unknown directives on one field: one refusal, not an
     // error for each.
     let unknown = format!("{{ __typename {} }}", "@a ".repeat(10_000));
-    assert_too_complex(&app, &key, &unknown, "uses 10000 directives").await;
+    assert_too_complex(&app, &key, &unknown, json!({}), "uses 10000 directives").await;
 }
 
 #[tokio::test]
@@ -206,7 +207,7 @@ async fn a_document_over_the_size_limit_is_refused_unparsed() {
         let query = "{ __typename }\n#";
         format!("{query}{}", "x".repeat(len - query.len()))
     };
-    let (status, body) = post(&app, &key, &padded(limit)).await;
+    let (status, body) = post(&app, Some(&key), &padded(limit), json!({})).await;
     assert_eq!(
         (status, &body["data"]["__typename"]),
         (200, &json!("QueryRoot"))
@@ -215,9 +216,9 @@ async fn a_document_over_the_size_limit_is_refused_unparsed() {
         "document is {} bytes long; the limit is {limit} (VITRINA_GRAPHQL_MAX_DOCUMENT_BYTES)",
         limit + 1
     );
-    assert_too_complex(&app, &key, &padded(limit + 1), &words).await;
+    assert_too_complex(&app, &key, &padded(limit + 1), json!({}), &words).await;
     // A megabyte of aliased fields is refused as fast as any other.
-    assert_too_complex(&app, &key, &aliases(70_000), "the limit is").await;
+    assert_too_complex(&app, &key, &aliases(70_000), json!({}), "the limit is").await;
 }
 
 #[tokio::test]
@@ -228,7 +229,7 @@ async fn nesting_past_the_parsers_recursion_limit_is_a_clear_error() {
     for (open, close) in [("{ me ", "}"), ("{ products(brand: [", "]) }")] {
         let depth = limit / (open.len() + close.len()) - 1;
         let query = format!("{}{}", open.repeat(depth), close.repeat(depth));
-        let (status, body) = post(&app, &key, &query).await;
+        let (status, body) = post(&app, Some(&key), &query, json!({})).await;
         assert_eq!(status, 200, "{body}");
         let (code, message) = refusal(&body);
         assert_eq!(code, "QUERY_TOO_COMPLEX", "{message}");
@@ -245,12 +246,12 @@ async fn nesting_past_the_parsers_recursion_limit_is_a_clear_error() {
         ));
     }
     chain.push_str("fragment F70 on __Type { name }\n");
-    let (status, body) = post(&app, &key, &chain).await;
+    let (status, body) = post(&app, Some(&key), &chain, json!({})).await;
     assert_eq!(status, 200, "{body}");
     let (code, message) = refusal(&body);
     assert_eq!(code, "QUERY_TOO_COMPLEX", "{message}");
     // The server still answers.
-    let (status, _) = post(&app, &key, "{ __typename }").await;
+    let (status, _) = post(&app, Some(&key), "{ __typename }", json!({})).await;
     assert_eq!(status, 200);
 }
 
@@ -281,7 +282,7 @@ async fn the_standard_introspection_queries_answer_at_the_default_limits() {
     let app = TestApp::spawn().await;
     let key = app.key("acme").await;
     for (client, query) in introspection_queries() {
-        let (status, body) = post(&app, &key, &query).await;
+        let (status, body) = post(&app, Some(&key), &query, json!({})).await;
         assert_eq!(status, 200, "{client}: {body}");
         assert!(body.get("errors").is_none(), "{client}: {}", body["errors"]);
         let types = body["data"]["__schema"]["types"].as_array().expect("types");
@@ -304,18 +305,32 @@ async fn introspection_costs_by_the_lists_it_sits_in() {
     let app = TestApp::spawn().await;
     let key = app.key("acme").await;
     // Allowed once, but not asked for over and over under aliases.
-    let (status, body) = post(&app, &key, &format!("{{ {SCHEMA_WALK} }}")).await;
+    let (status, body) = post(&app, Some(&key), &format!("{{ {SCHEMA_WALK} }}"), json!({})).await;
     assert_eq!(status, 200, "{body}");
     assert!(body["data"]["__schema"]["types"].is_array(), "{body}");
     let copies: Vec<String> = (0..90).map(|i| format!("s{i}: {SCHEMA_WALK}")).collect();
     let words = "introspection costs 3863340 (each field 1, times the longest list of this \
                  schema it sits in); the limit is 500000 (VITRINA_GRAPHQL_MAX_INTROSPECTION_COST)";
-    assert_too_complex(&app, &key, &format!("{{ {} }}", copies.join(" ")), words).await;
+    assert_too_complex(
+        &app,
+        &key,
+        &format!("{{ {} }}", copies.join(" ")),
+        json!({}),
+        words,
+    )
+    .await;
     // Nor nested over and over, through fragments and inline fragments.
     let nested = "{ __type(name: \"Product\") { ...A } } \
                   fragment A on __Type { fields { type { ... on __Type { ...B } } } } \
                   fragment B on __Type { fields { type { fields { type { fields { type { fields { name } } } } } } } }";
-    assert_too_complex(&app, &key, nested, "VITRINA_GRAPHQL_MAX_INTROSPECTION_COST").await;
+    assert_too_complex(
+        &app,
+        &key,
+        nested,
+        json!({}),
+        "VITRINA_GRAPHQL_MAX_INTROSPECTION_COST",
+    )
+    .await;
     // Nor a leaf repeated inside a list.
     let repeated = format!(
         "{{ __schema {{ types {{ fields {{ {} }} }} }} }}",
@@ -325,6 +340,7 @@ async fn introspection_costs_by_the_lists_it_sits_in() {
         &app,
         &key,
         &repeated,
+        json!({}),
         "VITRINA_GRAPHQL_MAX_INTROSPECTION_COST",
     )
     .await;
@@ -338,7 +354,14 @@ async fn data_depth_is_limited_whatever_introspection_sits_beside_it() {
     let deep = "{ products(first: 1) { edges { node { ...P } } } } \
                 fragment P on Product { seller { products(first: 1) { edges { node { seller { \
                 products(first: 1) { edges { cursor } } } } } } } }";
-    assert_too_complex(&app, &key, deep, "nests its fields 11 levels deep").await;
+    assert_too_complex(
+        &app,
+        &key,
+        deep,
+        json!({}),
+        "nests its fields 11 levels deep",
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -355,7 +378,7 @@ async fn a_request_past_its_deadline_is_answered_timeout_and_its_work_dropped() 
     // Every connection of the pool held: the request waits on the database.
     let held = hold_the_pool(&app).await;
     let started = Instant::now();
-    let (status, body) = post(&app, &key, "{ me { id } }").await;
+    let (status, body) = post(&app, Some(&key), "{ me { id } }", json!({})).await;
     let waited = started.elapsed();
     assert_eq!(status, 503, "{body}");
     let (code, message) = refusal(&body);
@@ -367,7 +390,7 @@ async fn a_request_past_its_deadline_is_answered_timeout_and_its_work_dropped() 
     // Answered at the deadline, long before the pool's own 10 s timeout.
     assert!(waited < Duration::from_secs(5), "{waited:?}");
     drop(held);
-    let (status, body) = post(&app, &key, "{ me { id } }").await;
+    let (status, body) = post(&app, Some(&key), "{ me { id } }", json!({})).await;
     assert_eq!(status, 200, "{body}");
     assert!(body["data"]["me"]["id"].is_string(), "{body}");
 }
@@ -500,7 +523,7 @@ async fn the_worst_documents_do_not_hold_up_health_checks_or_other_callers() {
             let mut turn = worker;
             while Instant::now() < stop {
                 let query = &documents[turn % documents.len()];
-                let (status, body) = post(&app, &key, query).await;
+                let (status, body) = post(&app, Some(&key), query, json!({})).await;
                 assert!(status < 500, "{status}: {body}");
                 assert!(body["errors"].is_array() || body["data"].is_object());
                 answered += 1;
@@ -514,7 +537,7 @@ async fn the_worst_documents_do_not_hold_up_health_checks_or_other_callers() {
         let started = Instant::now();
         let health = app.get("/healthz").await;
         assert_eq!(health.status(), 200);
-        let (status, body) = post(&app, &key, "{ me { id } }").await;
+        let (status, body) = post(&app, Some(&key), "{ me { id } }", json!({})).await;
         assert_eq!(status, 200, "{body}");
         slowest = slowest.max(started.elapsed());
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -565,7 +588,7 @@ async fn every_operation_over_the_websocket_counts_against_the_rate_limit() {
         ]
     );
     // HTTP shares the same count.
-    let (status, _) = post(&app, &key, "{ __typename }").await;
+    let (status, _) = post(&app, Some(&key), "{ __typename }", json!({})).await;
     assert_eq!(status, 429);
 }
 
@@ -609,4 +632,147 @@ async fn a_revoked_key_closes_its_sockets_and_their_subscriptions_within_a_secon
     app.jobs().tick().await.unwrap();
     let update = ws::next(&mut kept).await.expect("an update");
     assert_eq!(update["type"], "next", "{update}");
+}
+
+// ---------------------------------------------------------------- configured depth and complexity
+
+async fn limited_app() -> (TestApp, String) {
+    let app = TestApp::spawn_with_settings(Settings {
+        graphql: GraphqlConfig {
+            max_depth: 5,
+            max_complexity: 60,
+            ..GraphqlConfig::default()
+        },
+        ..Settings::default()
+    })
+    .await;
+    let key = app.key("acme").await;
+    let shop = insert_seller(&app.db, fixtures::seller(Marketplace::Ozon, "1")).await;
+    insert_product(&app.db, &shop, product("p")).await;
+    // Stamps the key's last use, so later requests cost only the key lookup.
+    data(&app, &key, "{ __typename }", json!({})).await;
+    (app, key)
+}
+
+#[tokio::test]
+async fn too_deep_query_is_refused_before_execution() {
+    let (app, key) = limited_app().await;
+    let deep = "{ products(first: 1) { edges { node { seller { products(first: 1) { totalCount } } } } } }";
+    let words = "nests its fields 6 levels deep; the limit is 5 (VITRINA_GRAPHQL_MAX_DEPTH)";
+    assert_too_complex(&app, &key, deep, json!({}), words).await;
+    let at_limit = "{ products(first: 1) { edges { node { seller { name } } } } }";
+    let d = data(&app, &key, at_limit, json!({})).await;
+    assert_eq!(nodes(&d["products"]).len(), 1);
+}
+
+#[tokio::test]
+async fn too_complex_query_is_refused_before_execution() {
+    let (app, key) = limited_app().await;
+    // 30 products x (edges + node + id + name) + 1 = 121 > 60.
+    let wide = "{ products(first: 30) { edges { node { id name } } } }";
+    let words = "complexity is 121 (each field 1, a connection's fields times its page size); \
+                 the limit is 60 (VITRINA_GRAPHQL_MAX_COMPLEXITY)";
+    assert_too_complex(&app, &key, wide, json!({}), words).await;
+    let through_variable = "query($n: Int) { products(first: $n) { edges { node { id name } } } }";
+    assert_too_complex(&app, &key, through_variable, json!({ "n": 30 }), words).await;
+    let without_size = "{ products { edges { node { id } } } }";
+    assert_too_complex(&app, &key, without_size, json!({}), "the limit is 60").await;
+    data(
+        &app,
+        &key,
+        "{ products(first: 10) { edges { node { id name } } } }",
+        json!({}),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn refused_query_is_http_400_with_the_graphql_response_media_type() {
+    let (app, key) = limited_app().await;
+    let wide = "{ products(first: 30) { edges { node { id name } } } }";
+    let response = app
+        .client
+        .post(app.url("/graphql"))
+        .bearer_auth(&key)
+        .header("accept", GRAPHQL_RESPONSE)
+        .json(&json!({ "query": wide }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["errors"][0]["extensions"]["code"], "QUERY_TOO_COMPLEX");
+}
+
+#[tokio::test]
+async fn each_query_reports_its_complexity_and_depth() {
+    let app = TestApp::spawn().await;
+    let key = app.key("acme").await;
+    let query = "{ products(first: 2) { totalCount edges { node { id } } } }";
+    let (status, body) = post(&app, Some(&key), query, json!({})).await;
+    assert_eq!(status, 200);
+    // products: 2 x (totalCount 1 + edges 1 + node 1 + id 1) + 1.
+    assert_eq!(
+        body["extensions"]["analyzer"],
+        json!({ "complexity": 9, "depth": 4 }),
+        "{body}"
+    );
+    let (_, body) = post(&app, Some(&key), "{ brands { brand } }", json!({})).await;
+    assert_eq!(
+        body["extensions"]["analyzer"],
+        json!({ "complexity": 2, "depth": 2 })
+    );
+}
+
+#[tokio::test]
+async fn one_query_text_sent_again_is_priced_for_its_own_operation_and_variables() {
+    let app = TestApp::spawn_with_settings(Settings {
+        graphql: GraphqlConfig {
+            max_complexity: 50,
+            ..GraphqlConfig::default()
+        },
+        ..Settings::default()
+    })
+    .await;
+    let key = app.key("acme").await;
+    // The server keeps the cost of requests it priced: a page size, an
+    // operation or a value that no longer fits its type must be priced anew.
+    let send = |query: &'static str, operation: &'static str, variables: Value| {
+        let body = json!({ "query": query, "operationName": operation, "variables": variables });
+        let (app, key) = (&app, &key);
+        async move {
+            let response = app.post_as(key, "/graphql", &body).await;
+            response.json::<Value>().await.unwrap()
+        }
+    };
+    let page = "query Page($n: Int!) { products(first: $n) { edges { node { id } } } }";
+    // products: n x (edges 1 + node 1 + id 1) + 1.
+    for (n, complexity) in [(2, 7), (5, 16), (2, 7)] {
+        for _ in 0..2 {
+            let body = send(page, "Page", json!({ "n": n })).await;
+            assert!(body.get("errors").is_none(), "{body}");
+            let analyzer = &body["extensions"]["analyzer"];
+            assert_eq!(analyzer["complexity"], json!(complexity), "n = {n}: {body}");
+        }
+    }
+    let body = send(page, "Page", json!({ "n": 20 })).await;
+    assert_eq!(only_error_code(&body), "QUERY_TOO_COMPLEX", "{body}");
+
+    let two = "query One($id: UUID!) { product(id: $id) { id } } query Brands { brands { brand } }";
+    for _ in 0..2 {
+        let body = send(two, "One", json!({ "id": Uuid::nil() })).await;
+        assert_eq!(only_error_code(&body), "NOT_FOUND", "{body}");
+        let body = send(two, "Brands", json!({})).await;
+        assert_eq!(body["data"], json!({ "brands": [] }), "{body}");
+    }
+    let body = send(two, "One", json!({ "id": "not a uuid" })).await;
+    assert_eq!(body["data"], Value::Null, "{body}");
+    let code = &body["errors"][0]["extensions"]["code"];
+    assert_eq!(code, "INVALID_PARAMETER", "{body}");
+    let body = send(two, "Neither", json!({})).await;
+    assert!(body.get("data").is_none(), "{body}");
+    assert!(
+        body["errors"].as_array().is_some_and(|e| !e.is_empty()),
+        "{body}"
+    );
 }

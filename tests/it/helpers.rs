@@ -1,18 +1,35 @@
 //! The test harness: a fresh database per test (a SQLite file in a temp
 //! folder, or a new PostgreSQL database when `TEST_DATABASE_URL` is set), and
-//! the real application served on a random loopback port.
+//! the real application served on a random loopback port; with the helpers
+//! every test file shares (requests, error bodies, statements run, waiting).
+//! Test data lives in `fixtures`.
+
+pub mod cli;
+pub mod graphql;
+pub mod openapi;
+pub mod receiver;
+pub mod uploads;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Once};
+use std::time::{Duration, Instant};
 
-use chrono::{TimeZone, Utc};
+use chrono::{DateTime, SecondsFormat, TimeZone, Utc};
+use entity::{Marketplace, SubmissionStatus};
 use sea_orm::{ConnectionTrait, Database, DatabaseConnection};
+use serde_json::Value;
+use uuid::Uuid;
 use vitrina::clock::{Clock, ManualClock};
 use vitrina::config::DatabaseConfig;
 use vitrina::config::Settings;
 use vitrina::limits::Limits;
 use vitrina::seed::SeedOptions;
 use vitrina::server::AppState;
+
+use crate::fixtures::{
+    insert_current_price, insert_product, insert_seller, insert_session, insert_submission,
+    observation, product, seller,
+};
 
 /// A database that exists for one test and is removed afterwards.
 pub struct TestDb {
@@ -240,10 +257,7 @@ impl TestApp {
 
     /// Creates an API key for the account and returns the secret.
     pub async fn key(&self, account: &str) -> String {
-        vitrina::accounts::create_key(&self.db, account, self.clock.now())
-            .await
-            .expect("create key")
-            .secret
+        create_key(&self.db, account, self.clock.now()).await.secret
     }
 
     /// SQL statements the app's connection has run so far.
@@ -265,6 +279,23 @@ impl TestApp {
             .iter()
             .map(ToString::to_string)
             .collect()
+    }
+
+    /// The statements run since the first `from` of them that read rows of
+    /// `table`, values written in.
+    pub fn statements_reading(&self, from: usize, table: &str) -> Vec<String> {
+        let (quoted, bare) = (format!("FROM \"{table}\""), format!("FROM {table} "));
+        self.statements_with_values(from)
+            .into_iter()
+            .filter(|s| s.contains(&quoted) || s.contains(&bare))
+            .collect()
+    }
+
+    /// The one statement since the first `from` that reads `table`.
+    pub fn statement_reading(&self, from: usize, table: &str) -> String {
+        let mut found = self.statements_reading(from, table);
+        assert_eq!(found.len(), 1, "one statement reads {table}: {found:#?}");
+        found.remove(0)
     }
 
     /// The background jobs over this app's database and clock.
@@ -294,5 +325,156 @@ impl TestApp {
             .send()
             .await
             .expect("request")
+    }
+}
+
+/// Creates an API key for `account` (made if new) at `now`.
+pub async fn create_key(
+    db: &DatabaseConnection,
+    account: &str,
+    now: DateTime<Utc>,
+) -> vitrina::accounts::NewKey {
+    vitrina::accounts::create_key(db, account, now)
+        .await
+        .expect("create key")
+}
+
+/// Limits with this daily quota and the default rate limit.
+pub fn daily_quota(rows: i64) -> Limits {
+    Limits {
+        daily_quota: rows,
+        ..Limits::default()
+    }
+}
+
+// ---------------------------------------------------------------- statements
+
+/// The row counts a statement (values written in) asks for with `LIMIT`, in
+/// the order they stand: a subquery's before the statement's own.
+pub fn limits(statement: &str) -> Vec<u64> {
+    statement
+        .match_indices("LIMIT ")
+        .map(|(at, word)| {
+            let digits: String = statement[at + word.len()..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            digits
+                .parse()
+                .unwrap_or_else(|_| panic!("a row count after LIMIT: {statement}"))
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------- HTTP
+
+/// A response header, when present and readable.
+pub fn header<'a>(response: &'a reqwest::Response, name: &str) -> Option<&'a str> {
+    response.headers().get(name).and_then(|v| v.to_str().ok())
+}
+
+/// A response header that must be present.
+pub fn required_header<'a>(response: &'a reqwest::Response, name: &str) -> &'a str {
+    header(response, name).unwrap_or_else(|| panic!("{name} is missing"))
+}
+
+/// The status and REST error code of an error response.
+pub async fn error_of(response: reqwest::Response) -> (u16, String) {
+    let status = response.status().as_u16();
+    let body: Value = response.json().await.expect("JSON error body");
+    (
+        status,
+        body["error"]["code"].as_str().unwrap_or("").to_owned(),
+    )
+}
+
+/// The REST error code of a failed GET.
+pub async fn rest_error(app: &TestApp, key: &str, path: &str) -> (u16, String) {
+    error_of(app.get_as(key, path).await).await
+}
+
+/// A message is one plain sentence and names nothing internal.
+pub fn assert_plain_sentence(message: &str) {
+    assert!(
+        !message.trim().is_empty(),
+        "message must not be empty: {message:?}"
+    );
+    assert!(message.ends_with('.'), "one sentence: {message:?}");
+    assert!(
+        !message.trim_end_matches('.').contains(". "),
+        "one sentence: {message:?}"
+    );
+    for leak in [
+        "::",
+        "`",
+        "\n",
+        "Err(",
+        "Error",
+        "error returned",
+        "sqlx",
+        "SQL",
+        "SELECT",
+        "table",
+        "panicked",
+        "serde",
+    ] {
+        assert!(!message.contains(leak), "{leak:?} leaks in {message:?}");
+    }
+}
+
+/// Query parameters as a URL query string.
+pub fn encoded(params: &[(&str, String)]) -> String {
+    url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(params.iter().map(|(k, v)| (*k, v.as_str())))
+        .finish()
+}
+
+/// The `id` of each item.
+pub fn ids(items: &[Value]) -> Vec<String> {
+    items
+        .iter()
+        .map(|i| i["id"].as_str().expect("id").to_owned())
+        .collect()
+}
+
+/// A time as the API writes it.
+pub fn iso(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::AutoSi, true)
+}
+
+// ---------------------------------------------------------------- data
+
+/// A session of `key` with `merged` merged products (each with a current
+/// price) followed by `pending` pending placeholders.
+pub async fn session_with(app: &TestApp, key: &str, merged: usize, pending: usize) -> Uuid {
+    let session = insert_session(&app.db, key, test_start()).await;
+    let shop = seller(Marketplace::Wildberries, &format!("s-{}", session.id));
+    let shop = insert_seller(&app.db, shop).await;
+    for i in 0..merged {
+        let p = insert_product(&app.db, &shop, product(&format!("m{i}-{}", session.id))).await;
+        insert_current_price(&app.db, p.id, observation(100.0, test_start())).await;
+        insert_submission(&app.db, session.id, SubmissionStatus::Merged, Some(p.id)).await;
+    }
+    for _ in 0..pending {
+        insert_submission(&app.db, session.id, SubmissionStatus::Pending, None).await;
+    }
+    session.id
+}
+
+// ---------------------------------------------------------------- waiting
+
+/// Asks `check` every `every` until it gives a value; fails after `within`
+/// with the last thing `check` said.
+pub async fn eventually<T, F>(within: Duration, every: Duration, mut check: impl FnMut() -> F) -> T
+where
+    F: Future<Output = Result<T, String>>,
+{
+    let deadline = Instant::now() + within;
+    loop {
+        match check().await {
+            Ok(value) => return value,
+            Err(last) => assert!(Instant::now() < deadline, "not within {within:?}: {last}"),
+        }
+        tokio::time::sleep(every).await;
     }
 }

@@ -4,11 +4,11 @@
 //! the counters it reads move by its requests alone.
 
 use std::collections::{BTreeSet, HashMap};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use chrono::TimeDelta;
+use chrono::{TimeDelta, Utc};
 use entity::SubmissionStatus;
-use sea_orm::{ActiveModelTrait, ActiveValue::Set, DatabaseConnection, IntoActiveModel};
+use sea_orm::{ActiveModelTrait, ActiveValue::Set, IntoActiveModel};
 use serde_json::{Value, json};
 use uuid::Uuid;
 use vitrina::clock::Clock;
@@ -18,8 +18,9 @@ use vitrina::metrics::sampled::{DueDeliveries, MergeBacklog, due_deliveries, mer
 use vitrina::query::sessions::SessionStats;
 
 use crate::fixtures::{insert_session, insert_submission};
-use crate::helpers::{TestApp, TestDb, test_start};
-use crate::pipeline::{item, upload};
+use crate::helpers::receiver::TestReceiver;
+use crate::helpers::uploads::{item, upload};
+use crate::helpers::{TestApp, TestDb, create_key, eventually, test_start};
 use crate::serve::Serve;
 
 /// `vitrina serve` on loopback ports, its API and its metrics listener.
@@ -58,15 +59,15 @@ impl Served {
 
     /// Scrapes until `done` holds (the jobs tick every second).
     async fn scrape_until(&self, done: impl Fn(&Samples) -> bool) -> Samples {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
+        let (within, every) = (Duration::from_secs(30), Duration::from_millis(200));
+        eventually(within, every, || async {
             let samples = self.scrape().await;
-            if done(&samples) {
-                return samples;
+            match done(&samples) {
+                true => Ok(samples),
+                false => Err(format!("never came: {samples:?}")),
             }
-            assert!(Instant::now() < deadline, "never came: {samples:?}");
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        })
+        .await
     }
 
     async fn send(
@@ -157,22 +158,6 @@ fn moved(before: &Samples, after: &Samples, name: &str, labels: &[(&str, &str)])
     after.get(name, labels) - before.get(name, labels)
 }
 
-async fn key(db: &DatabaseConnection, account: &str) -> String {
-    vitrina::accounts::create_key(db, account, chrono::Utc::now())
-        .await
-        .unwrap()
-        .secret
-}
-
-/// A webhook receiver on loopback answering 200 to everything.
-async fn receiver() -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    let app = axum::Router::new().fallback(|| async { "ok" });
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    url
-}
-
 const REQUESTS: &str = "vitrina_http_requests_total";
 const DURATION_COUNT: &str = "vitrina_http_request_duration_seconds_count";
 const OPERATIONS: &str = "vitrina_graphql_operations_total";
@@ -184,8 +169,9 @@ const DELIVERIES: &str = "vitrina_webhook_deliveries_total";
 async fn the_metrics_endpoint_counts_requests_operations_refusals_merges_and_deliveries() {
     let db = TestDb::new().await;
     let conn = db.connect().await;
-    let (shop, greedy) = (key(&conn, "shop").await, key(&conn, "greedy").await);
-    let hook = receiver().await;
+    let shop = create_key(&conn, "shop", Utc::now()).await.secret;
+    let greedy = create_key(&conn, "greedy", Utc::now()).await.secret;
+    let hook = TestReceiver::start().await.hook("/hook");
     let served = Served::start(
         &db.url,
         &[
@@ -313,7 +299,7 @@ async fn the_metrics_endpoint_counts_requests_operations_refusals_merges_and_del
 async fn a_flood_of_operation_names_adds_a_bounded_number_of_labels() {
     let db = TestDb::new().await;
     let conn = db.connect().await;
-    let shop = key(&conn, "shop").await;
+    let shop = create_key(&conn, "shop", Utc::now()).await.secret;
     let served = Served::start(&db.url, &[]);
     let flood = MAX_NAMES + 20;
     for i in 0..flood {

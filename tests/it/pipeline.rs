@@ -9,7 +9,6 @@ use entity::{
 };
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter,
-    QueryOrder,
 };
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -17,63 +16,11 @@ use vitrina::clock::Clock;
 use vitrina::jobs::merge::{self, MergeSettings};
 
 use crate::helpers::TestApp;
-
-/// A valid item; tests change what they are about.
-pub(crate) fn item(external_id: &str) -> Value {
-    json!({
-        "marketplace": "ozon",
-        "external_id": external_id,
-        "url": format!("https://www.ozon.ru/product/{external_id}/?from=search"),
-        "language": "ru",
-        "name": format!("Чайник {external_id}"),
-        "brand": "Redmond",
-        "category_path": ["Бытовая техника", "Чайники"],
-        "attributes": { "цвет": "белый", "original": true },
-        "image_cover": "https://img.example/1.webp",
-        "seller": { "id": "s-1", "name": "ООО «Вектор»", "code": format!("RM-{external_id}"), "tin": "7701234567" },
-        "prices": [{ "country_code": "ru", "user_auth_status": "anonymous", "price": 1000, "old_price": 1200, "currency": "RUB", "stock_status": "in_stock", "stock_quantity": 5 }],
-        "special_price": [{ "country_code": "ru", "region_code": "", "user_auth_status": "anonymous", "min": 900, "max": 1000 }]
-    })
-}
-
-pub(crate) fn upload(items: Vec<Value>) -> Value {
-    json!({ "source_type": "bulk", "intent": "catalog_import", "items": items })
-}
-
-/// `value` with the field at `path` (object keys or array indexes) replaced.
-pub(crate) fn with(mut value: Value, path: &[&str], new: Value) -> Value {
-    let mut target = &mut value;
-    for key in path {
-        target = match key.parse::<usize>() {
-            Ok(i) => &mut target[i],
-            Err(_) => &mut target[*key],
-        };
-    }
-    *target = new;
-    value
-}
-
-/// Uploads and returns the session id.
-pub(crate) async fn send(app: &TestApp, key: &str, items: Vec<Value>) -> Uuid {
-    let response = app
-        .post_as(key, "/extension/v1/scrapes", &upload(items))
-        .await;
-    assert_eq!(response.status(), 202);
-    let body: Value = response.json().await.unwrap();
-    body["data"]["id"].as_str().unwrap().parse().unwrap()
-}
+use crate::helpers::graphql::data;
+use crate::helpers::uploads::{item, send, submissions, upload, with};
 
 async fn merge_all(app: &TestApp) -> merge::MergeReport {
     app.jobs().tick().await.expect("tick").merge
-}
-
-pub(crate) async fn submissions(app: &TestApp, session: Uuid) -> Vec<submission::Model> {
-    submission::Entity::find()
-        .filter(submission::Column::SessionId.eq(session))
-        .order_by_asc(submission::Column::Id)
-        .all(&app.db)
-        .await
-        .unwrap()
 }
 
 #[tokio::test]
@@ -110,19 +57,9 @@ async fn an_upload_is_merged_into_products_visible_through_rest_and_graphql() {
         p["id"]
     );
 
-    let gql = json!({ "query": "{ products(filter: {externalId: \"42\"}) { edges { node { name prices { price } translations { language name } seller { tin } } } } }" });
-    let body: Value = app
-        .client
-        .post(app.url("/graphql"))
-        .bearer_auth(&key)
-        .json(&gql)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let node = &body["data"]["products"]["edges"][0]["node"];
+    let query = "{ products(filter: {externalId: \"42\"}) { edges { node { name prices { price } translations { language name } seller { tin } } } } }";
+    let d = data(&app, &key, query, json!({})).await;
+    let node = &d["products"]["edges"][0]["node"];
     assert_eq!(
         (node["name"].as_str(), node["seller"]["tin"].as_str()),
         (Some("Чайник 42"), Some("7701234567"))
@@ -171,7 +108,7 @@ async fn the_extension_document_describes_the_upload_and_the_item_format() {
         .post_as(&key, "/extension/v1/scrapes", &upload(vec![item("1")]))
         .await;
     assert_eq!(response.status(), 202);
-    crate::rest_contract::validate_operation(
+    crate::helpers::openapi::validate_operation(
         &doc,
         "post",
         "/scrapes",
@@ -181,7 +118,7 @@ async fn the_extension_document_describes_the_upload_and_the_item_format() {
     let refused = app
         .post_as(&key, "/extension/v1/scrapes", &json!({ "items": [] }))
         .await;
-    crate::rest_contract::validate_operation(
+    crate::helpers::openapi::validate_operation(
         &doc,
         "post",
         "/scrapes",
@@ -567,6 +504,40 @@ async fn russian_content_becomes_the_default_language_when_it_arrives_later() {
     );
 }
 
+async fn found(app: &TestApp, key: &str, query: &str) -> usize {
+    let listed = app.json_as(key, &format!("/v1/products?{query}")).await;
+    listed["data"].as_array().unwrap().len()
+}
+
+#[tokio::test]
+async fn brand_and_seller_code_searches_follow_the_newest_item_only() {
+    let app = TestApp::spawn().await;
+    let key = app.key("acme").await;
+    send(&app, &key, vec![item("42")]).await;
+    merge_all(&app).await;
+    assert_eq!(found(&app, &key, "brand=REDMOND").await, 1);
+    assert_eq!(found(&app, &key, "seller_code_contains=rm-4").await, 1);
+
+    app.clock.advance(TimeDelta::hours(1));
+    let renamed = with(item("42"), &["brand"], json!("ПОЛАРИС"));
+    let renamed = with(renamed, &["seller", "code"], json!("ПЛ-Ёж"));
+    send(&app, &key, vec![renamed]).await;
+    merge_all(&app).await;
+    assert_eq!(found(&app, &key, "brand=поларис").await, 1);
+    assert_eq!(found(&app, &key, "brand=redmond").await, 0);
+    assert_eq!(found(&app, &key, "seller_code_contains=ЁЖ").await, 1);
+    assert_eq!(found(&app, &key, "seller_code_contains=rm").await, 0);
+
+    // Seen earlier than the stored content: only its price history counts.
+    let earlier = app.clock.now() - TimeDelta::hours(2);
+    let older = with(item("42"), &["observed_at"], json!(earlier));
+    send(&app, &key, vec![with(older, &["brand"], json!("Старый"))]).await;
+    assert_eq!(merge_all(&app).await.merged, 1);
+    assert_eq!(found(&app, &key, "brand=поларис").await, 1);
+    assert_eq!(found(&app, &key, "brand=старый").await, 0);
+    assert_eq!(found(&app, &key, "seller_code_contains=ёж").await, 1);
+}
+
 fn settings(batch: u64) -> MergeSettings {
     MergeSettings {
         batch,
@@ -948,11 +919,7 @@ mod live {
 
     #[tokio::test]
     async fn session_products_read_over_the_websocket_are_charged_to_the_quota() {
-        let app = TestApp::spawn_with(vitrina::limits::Limits {
-            rate_per_minute: 600,
-            daily_quota: 3,
-        })
-        .await;
+        let app = TestApp::spawn_with(crate::helpers::daily_quota(3)).await;
         let key = app.key("acme").await;
         let session = send(&app, &key, vec![item("1"), item("2")]).await;
         app.jobs().tick().await.unwrap();

@@ -17,7 +17,7 @@ use vitrina::config::{JobsConfig, Settings};
 use vitrina::jobs::merge::limits;
 
 use crate::helpers::TestApp;
-use crate::pipeline::{item, send, submissions, upload, with};
+use crate::helpers::uploads::{item, send, submissions, upload, with};
 
 /// Stores `payload` as a pending submission of `session` straight into the
 /// database, past the upload's checks.

@@ -7,12 +7,12 @@
 use std::collections::HashSet;
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures_util::future::join_all;
 use reqwest::Response;
 
-use crate::helpers::TestDb;
+use crate::helpers::{TestDb, create_key, eventually, required_header};
 use crate::serve::Serve;
 
 const LIMIT: u32 = 5;
@@ -45,9 +45,7 @@ fn stop_and_grep(server: &mut Serve, text: &str) -> Vec<String> {
 async fn new_key(db: &TestDb) -> (String, uuid::Uuid) {
     let conn = db.connect().await;
     let name = format!("acme-{}", uuid::Uuid::new_v4().simple());
-    let created = vitrina::accounts::create_key(&conn, &name, chrono::Utc::now())
-        .await
-        .expect("create key");
+    let created = create_key(&conn, &name, chrono::Utc::now()).await;
     (created.secret, created.key.account_id)
 }
 
@@ -65,14 +63,6 @@ async fn burst(servers: &[&Serve], key: &str, requests: usize) -> Vec<Response> 
         .into_iter()
         .map(|sent| sent.expect("request"))
         .collect()
-}
-
-fn header<'a>(response: &'a Response, name: &str) -> &'a str {
-    response
-        .headers()
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_else(|| panic!("{name} missing"))
 }
 
 async fn redis_connection(url: &str) -> redis::aio::MultiplexedConnection {
@@ -100,7 +90,7 @@ async fn redis_window(url: &str, account: uuid::Uuid, reset_at: i64) -> (Option<
 fn one_window(responses: &[Response]) -> Option<i64> {
     let resets: HashSet<&str> = responses
         .iter()
-        .map(|r| header(r, "x-ratelimit-reset"))
+        .map(|r| required_header(r, "x-ratelimit-reset"))
         .collect();
     (resets.len() == 1).then(|| resets.into_iter().next().unwrap().parse().unwrap())
 }
@@ -123,7 +113,7 @@ async fn replicas_share_one_rate_limit_through_redis() {
         assert_eq!(passed.len(), LIMIT as usize, "exactly the limit passes");
         let mut remaining: Vec<u32> = passed
             .iter()
-            .map(|r| header(r, "x-ratelimit-remaining").parse().unwrap())
+            .map(|r| required_header(r, "x-ratelimit-remaining").parse().unwrap())
             .collect();
         remaining.sort_unstable();
         assert_eq!(
@@ -133,9 +123,12 @@ async fn replicas_share_one_rate_limit_through_redis() {
         );
         for response in refused {
             assert_eq!(response.status(), 429);
-            assert_eq!(header(response, "x-ratelimit-limit"), LIMIT.to_string());
-            assert_eq!(header(response, "x-ratelimit-remaining"), "0");
-            let retry_after: i64 = header(response, "retry-after").parse().unwrap();
+            assert_eq!(
+                required_header(response, "x-ratelimit-limit"),
+                LIMIT.to_string()
+            );
+            assert_eq!(required_header(response, "x-ratelimit-remaining"), "0");
+            let retry_after: i64 = required_header(response, "retry-after").parse().unwrap();
             assert!((1..=60).contains(&retry_after), "{retry_after}");
         }
         let (used, ttl) = redis_window(&url, account, reset_at).await;
@@ -199,14 +192,12 @@ impl OwnRedis {
             .expect("redis-server on PATH");
         let redis = OwnRedis(child);
         let client = redis::Client::open(format!("redis://127.0.0.1:{port}")).unwrap();
-        let started = Instant::now();
-        while client.get_multiplexed_async_connection().await.is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "redis-server did not start"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let (within, every) = (Duration::from_secs(10), Duration::from_millis(50));
+        eventually(within, every, || async {
+            let connected = client.get_multiplexed_async_connection().await;
+            connected.map_err(|e| format!("redis-server did not start: {e}"))
+        })
+        .await;
         redis
     }
 }
@@ -229,18 +220,17 @@ async fn the_limit_returns_to_redis_when_it_answers_again() {
     assert_eq!(burst(&[&server], &key, 1).await[0].status(), 200);
 
     let _redis = OwnRedis::start(port).await;
-    let started = Instant::now();
-    loop {
+    let (within, every) = (Duration::from_secs(10), Duration::from_millis(200));
+    eventually(within, every, || async {
         let response = burst(&[&server], &key, 1).await.remove(0);
-        let reset_at = header(&response, "x-ratelimit-reset").parse().unwrap();
-        if redis_window(&url, account, reset_at).await.0.is_some() {
-            break;
+        let reset_at = required_header(&response, "x-ratelimit-reset")
+            .parse()
+            .unwrap();
+        match redis_window(&url, account, reset_at).await.0 {
+            Some(_) => Ok(()),
+            None => Err("requests are still counted in process".to_owned()),
         }
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "requests are still counted in process"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    })
+    .await;
     assert_eq!(stop_and_grep(&mut server, "Redis answers again").len(), 1);
 }

@@ -14,7 +14,7 @@ use vitrina::text::normalize_url;
 use crate::fixtures::{
     insert_brand_snapshot, insert_category_snapshot, insert_product, insert_seller, product, seller,
 };
-use crate::helpers::{TestApp, test_start};
+use crate::helpers::{TestApp, assert_plain_sentence, header, test_start};
 
 const SOME_ID: &str = "00000000-0000-4000-8000-000000000001";
 
@@ -31,28 +31,6 @@ fn v1_endpoints() -> Vec<String> {
         format!("/v1/me/scrapes/{SOME_ID}"),
         format!("/v1/me/scrapes/{SOME_ID}/products"),
     ]
-}
-
-fn header<'a>(response: &'a Response, name: &str) -> Option<&'a str> {
-    response.headers().get(name).and_then(|v| v.to_str().ok())
-}
-
-/// A message is one plain sentence and names nothing internal.
-fn assert_plain_sentence(message: &str) {
-    assert!(
-        !message.trim().is_empty(),
-        "message must not be empty: {message:?}"
-    );
-    assert!(message.ends_with('.'), "one sentence: {message:?}");
-    assert!(
-        !message.trim_end_matches('.').contains(". "),
-        "one sentence: {message:?}"
-    );
-    for leak in [
-        "::", "`", "\n", "Err(", "Error", "sqlx", "SQL", "SELECT", "panicked", "serde",
-    ] {
-        assert!(!message.contains(leak), "{leak:?} leaks in {message:?}");
-    }
 }
 
 /// Asserts the documented error (status, JSON `{"error": {"code", "message"}}`

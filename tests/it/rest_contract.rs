@@ -10,44 +10,19 @@ use serde_json::{Value, json};
 use vitrina::query::products::ProductFilter;
 
 use crate::helpers::TestApp;
+use crate::helpers::openapi::validate_operation;
 
-/// The app over the demo dataset, with a key of the demo account.
 /// This file's demo data: the same seed in every test.
-async fn demo_app(products: u64) -> (TestApp, String) {
-    TestApp::demo(products, 11).await
-}
+const DEMO_SEED: u64 = 11;
 
 /// Asserts `body` matches what `doc` says `GET template` answers with `status`.
 fn validate(doc: &Value, template: &str, status: u16, body: &Value) {
     validate_operation(doc, "get", template, status, body);
 }
 
-/// Asserts `body` matches what `doc` says `method template` answers with `status`.
-pub fn validate_operation(doc: &Value, method: &str, template: &str, status: u16, body: &Value) {
-    let schema = &doc["paths"][template][method]["responses"][status.to_string()]["content"]["application/json"]
-        ["schema"];
-    assert!(
-        schema.is_object(),
-        "the document describes {status} of GET {template}"
-    );
-    let root = json!({ "$schema": "https://json-schema.org/draft/2020-12/schema", "allOf": [schema], "components": doc["components"] });
-    let validator = jsonschema::options()
-        .should_validate_formats(true)
-        .build(&root)
-        .expect("valid JSON Schema");
-    let errors: Vec<String> = validator
-        .iter_errors(body)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "GET {template} ({status}) breaks the document: {errors:#?}\n{body}"
-    );
-}
-
 #[tokio::test]
 async fn every_endpoint_answers_as_the_openapi_document_says() {
-    let (app, key) = demo_app(60).await;
+    let (app, key) = TestApp::demo(60, DEMO_SEED).await;
     let doc: Value = app.get("/v1/openapi.json").await.json().await.unwrap();
     assert_eq!(doc["openapi"], "3.1.0");
     assert_eq!(
@@ -217,7 +192,7 @@ async fn statements_for(app: &TestApp, key: &str, path: &str) -> usize {
 
 #[tokio::test]
 async fn a_page_of_100_products_costs_the_same_statements_as_a_page_of_1() {
-    let (app, key) = demo_app(150).await;
+    let (app, key) = TestApp::demo(150, DEMO_SEED).await;
     let one = statements_for(&app, &key, "/v1/products?page_size=1").await;
     let hundred = statements_for(&app, &key, "/v1/products?page_size=100").await;
     assert_eq!(one, hundred);
@@ -251,7 +226,7 @@ async fn a_page_of_100_products_costs_the_same_statements_as_a_page_of_1() {
 
 #[tokio::test]
 async fn every_product_filter_is_index_backed_on_postgresql() {
-    let (app, _) = demo_app(300).await;
+    let (app, _) = TestApp::demo(300, DEMO_SEED).await;
     if app.db.get_database_backend() != DbBackend::Postgres {
         eprintln!("note: the EXPLAIN check runs on PostgreSQL only");
         return;
@@ -314,7 +289,7 @@ async fn every_product_filter_is_index_backed_on_postgresql() {
 
 #[tokio::test]
 async fn a_category_page_comes_from_its_index_in_list_order_on_both_stores() {
-    let (app, key) = demo_app(300).await;
+    let (app, key) = TestApp::demo(300, DEMO_SEED).await;
     let filter = ProductFilter {
         category: Some("Смартфоны".into()),
         ..Default::default()

@@ -14,7 +14,6 @@ use sea_orm::{
 use serde_json::{Value, json};
 use uuid::Uuid;
 use vitrina::clock::{Clock, ManualClock};
-use vitrina::limits::Limits;
 use vitrina::server::AppState;
 
 use crate::fixtures::{
@@ -22,7 +21,10 @@ use crate::fixtures::{
     insert_product, insert_seller, insert_session, insert_special_price, insert_submission,
     observation, product, seller, strings,
 };
-use crate::helpers::{TestApp, test_start};
+use crate::helpers::{
+    TestApp, daily_quota, error_of, header, ids, required_header, rest_error, session_with,
+    test_start,
+};
 
 // ---------------------------------------------------------------- helpers
 
@@ -34,15 +36,6 @@ fn session_products(id: Uuid) -> String {
     format!("/v1/me/scrapes/{id}/products")
 }
 
-fn ids(body: &Value) -> Vec<String> {
-    body["data"]
-        .as_array()
-        .expect("data is an array")
-        .iter()
-        .map(|s| s["id"].as_str().expect("id").to_owned())
-        .collect()
-}
-
 fn keys(value: &Value) -> BTreeSet<&str> {
     value
         .as_object()
@@ -52,32 +45,14 @@ fn keys(value: &Value) -> BTreeSet<&str> {
         .collect()
 }
 
-fn header(response: &reqwest::Response, name: &str) -> Option<String> {
-    response
-        .headers()
-        .get(name)
-        .map(|v| v.to_str().expect("ASCII header").to_owned())
-}
-
 /// (X-Quota-Limit, X-Quota-Remaining), both required.
 fn quota(response: &reqwest::Response) -> (i64, i64) {
     let number = |name| {
-        header(response, name)
-            .unwrap_or_else(|| panic!("{name} is missing"))
+        required_header(response, name)
             .parse::<i64>()
             .expect("an integer")
     };
     (number("x-quota-limit"), number("x-quota-remaining"))
-}
-
-/// Status and error code of an error response.
-async fn error(response: reqwest::Response) -> (u16, String) {
-    let status = response.status().as_u16();
-    let body: Value = response.json().await.expect("JSON error body");
-    (
-        status,
-        body["error"]["code"].as_str().unwrap_or("").to_owned(),
-    )
 }
 
 async fn account_id(db: &DatabaseConnection, name: &str) -> Uuid {
@@ -94,20 +69,6 @@ async fn set_status(db: &DatabaseConnection, row: &submission::Model, status: Su
     let mut active = row.clone().into_active_model();
     active.status = Set(status);
     active.update(db).await.expect("update submission");
-}
-
-/// A session of `key` whose submissions are `n` merged products, each with a
-/// current price.
-async fn session_with_merged(app: &TestApp, key: &str, n: usize) -> Uuid {
-    let session = insert_session(&app.db, key, test_start()).await;
-    let shop = seller(Marketplace::Wildberries, &format!("s-{}", session.id));
-    let shop = insert_seller(&app.db, shop).await;
-    for i in 0..n {
-        let p = insert_product(&app.db, &shop, product(&format!("m{i}-{}", session.id))).await;
-        insert_current_price(&app.db, p.id, observation(100.0, test_start())).await;
-        insert_submission(&app.db, session.id, SubmissionStatus::Merged, Some(p.id)).await;
-    }
-    session.id
 }
 
 fn stats(
@@ -141,7 +102,7 @@ async fn scrapes_list_only_the_callers_sessions_most_recent_first() {
         .iter()
         .map(|s| s.id.to_string())
         .collect();
-    assert_eq!(ids(&body), expected);
+    assert_eq!(ids(body["data"].as_array().expect("data")), expected);
     assert_eq!(
         body["meta"],
         json!({"total": 3, "page": 1, "page_size": 100})
@@ -159,7 +120,10 @@ async fn scrapes_list_pages_with_total_meta() {
     let second = insert_session(&app.db, &key, t - TimeDelta::minutes(60)).await;
 
     let body = app.json_as(&key, "/v1/me/scrapes?page_size=1&page=2").await;
-    assert_eq!(ids(&body), vec![second.id.to_string()]);
+    assert_eq!(
+        ids(body["data"].as_array().expect("data")),
+        vec![second.id.to_string()]
+    );
     assert_eq!(body["meta"], json!({"total": 4, "page": 2, "page_size": 1}));
 
     let past_end = app.json_as(&key, "/v1/me/scrapes?page_size=2&page=3").await;
@@ -248,7 +212,7 @@ async fn scrapes_list_stats_take_one_query_per_page_not_per_session() {
 async fn another_accounts_session_is_not_found_like_an_unknown_id() {
     let app = TestApp::spawn().await;
     let (a, b) = (app.key("alpha").await, app.key("beta").await);
-    let theirs = session_with_merged(&app, &a, 1).await;
+    let theirs = session_with(&app, &a, 1, 0).await;
     let unknown = Uuid::new_v4();
 
     for (mine, other) in [
@@ -267,7 +231,9 @@ async fn another_accounts_session_is_not_found_like_an_unknown_id() {
     assert_eq!(listed["meta"]["total"], 0);
     // The owner still sees it.
     assert_eq!(
-        ids(&app.json_as(&a, "/v1/me/scrapes").await),
+        ids(app.json_as(&a, "/v1/me/scrapes").await["data"]
+            .as_array()
+            .expect("data")),
         vec![theirs.to_string()]
     );
 }
@@ -278,7 +244,7 @@ async fn malformed_session_id_is_invalid_parameter() {
     let key = app.key("alpha").await;
     for path in ["/v1/me/scrapes/not-a-uuid", "/v1/me/scrapes/123/products"] {
         assert_eq!(
-            error(app.get_as(&key, path).await).await,
+            rest_error(&app, &key, path).await,
             (400, "invalid_parameter".to_owned()),
             "{path}"
         );
@@ -479,16 +445,9 @@ async fn session_products_page_with_total_meta() {
 
 // ---------------------------------------------------------------- daily quota
 
-fn limits(daily_quota: i64) -> Limits {
-    Limits {
-        rate_per_minute: 600,
-        daily_quota,
-    }
-}
-
 #[tokio::test]
 async fn quota_is_charged_only_for_rows_with_a_product() {
-    let app = TestApp::spawn_with(limits(10)).await;
+    let app = TestApp::spawn_with(daily_quota(10)).await;
     let key = app.key("alpha").await;
     let shop = insert_seller(&app.db, seller(Marketplace::Wildberries, "s1")).await;
     let session = insert_session(&app.db, &key, test_start()).await;
@@ -516,13 +475,13 @@ async fn quota_is_charged_only_for_rows_with_a_product() {
 
 #[tokio::test]
 async fn pending_placeholders_cost_no_quota() {
-    let app = TestApp::spawn_with(limits(2)).await;
+    let app = TestApp::spawn_with(daily_quota(2)).await;
     let key = app.key("alpha").await;
     let pending = insert_session(&app.db, &key, test_start()).await;
     for _ in 0..3 {
         insert_submission(&app.db, pending.id, SubmissionStatus::Pending, None).await;
     }
-    let merged = session_with_merged(&app, &key, 2).await;
+    let merged = session_with(&app, &key, 2, 0).await;
 
     let response = app.get_as(&key, &session_products(pending.id)).await;
     assert_eq!(response.status(), 200);
@@ -538,21 +497,21 @@ async fn pending_placeholders_cost_no_quota() {
 
 #[tokio::test]
 async fn request_passing_the_quota_is_refused_whole_and_charges_nothing() {
-    let app = TestApp::spawn_with(limits(5)).await;
+    let app = TestApp::spawn_with(daily_quota(5)).await;
     let key = app.key("alpha").await;
-    let session = session_with_merged(&app, &key, 3).await;
+    let session = session_with(&app, &key, 3, 0).await;
     let path = session_products(session);
 
     assert_eq!(quota(&app.get_as(&key, &path).await), (5, 2));
 
     let refused = app.get_as(&key, &path).await;
-    assert_eq!(header(&refused, "retry-after").as_deref(), Some("43200"));
+    assert_eq!(header(&refused, "retry-after"), Some("43200"));
     assert_eq!(
         quota(&refused),
         (5, 2),
         "the refusal tells the true remainder"
     );
-    assert_eq!(error(refused).await, (429, "quota_exceeded".to_owned()));
+    assert_eq!(error_of(refused).await, (429, "quota_exceeded".to_owned()));
 
     let smaller = app.get_as(&key, &format!("{path}?page_size=2")).await;
     assert_eq!(smaller.status(), 200);
@@ -567,9 +526,9 @@ async fn request_passing_the_quota_is_refused_whole_and_charges_nothing() {
 
 #[tokio::test]
 async fn quota_resets_at_the_next_utc_midnight() {
-    let app = TestApp::spawn_with(limits(2)).await;
+    let app = TestApp::spawn_with(daily_quota(2)).await;
     let key = app.key("alpha").await;
-    let path = session_products(session_with_merged(&app, &key, 2).await);
+    let path = session_products(session_with(&app, &key, 2, 0).await);
 
     assert_eq!(quota(&app.get_as(&key, &path).await), (2, 0));
     let refused = app.get_as(&key, &path).await;
@@ -582,8 +541,8 @@ async fn quota_resets_at_the_next_utc_midnight() {
         NaiveTime::from_hms_opt(23, 59, 59).unwrap()
     );
     let last_second = app.get_as(&key, &path).await;
-    assert_eq!(header(&last_second, "retry-after").as_deref(), Some("1"));
-    assert_eq!(error(last_second).await.1, "quota_exceeded");
+    assert_eq!(header(&last_second, "retry-after"), Some("1"));
+    assert_eq!(error_of(last_second).await.1, "quota_exceeded");
 
     app.clock.advance(TimeDelta::seconds(1));
     let next_day = app.get_as(&key, &path).await;
@@ -593,9 +552,9 @@ async fn quota_resets_at_the_next_utc_midnight() {
 
 #[tokio::test]
 async fn accounts_own_daily_quota_overrides_the_default() {
-    let app = TestApp::spawn_with(limits(100)).await;
+    let app = TestApp::spawn_with(daily_quota(100)).await;
     let key = app.key("alpha").await;
-    let path = session_products(session_with_merged(&app, &key, 3).await);
+    let path = session_products(session_with(&app, &key, 3, 0).await);
     let id = account_id(&app.db, "alpha").await;
     let mut row = account::Entity::find_by_id(id)
         .one(&app.db)
@@ -608,14 +567,14 @@ async fn accounts_own_daily_quota_overrides_the_default() {
 
     assert_eq!(quota(&app.get_as(&key, &path).await), (4, 1));
     let refused = app.get_as(&key, &path).await;
-    assert_eq!(error(refused).await, (429, "quota_exceeded".to_owned()));
+    assert_eq!(error_of(refused).await, (429, "quota_exceeded".to_owned()));
 }
 
 #[tokio::test]
 async fn other_endpoints_do_not_consume_the_quota() {
-    let app = TestApp::spawn_with(limits(1)).await;
+    let app = TestApp::spawn_with(daily_quota(1)).await;
     let key = app.key("alpha").await;
-    let session = session_with_merged(&app, &key, 1).await;
+    let session = session_with(&app, &key, 1, 0).await;
     let product_id = app.json_as(&key, "/v1/products").await["data"][0]["id"]
         .as_str()
         .unwrap()
@@ -658,10 +617,10 @@ async fn other_endpoints_do_not_consume_the_quota() {
 
 #[tokio::test]
 async fn quota_is_per_account() {
-    let app = TestApp::spawn_with(limits(1)).await;
+    let app = TestApp::spawn_with(daily_quota(1)).await;
     let (a, b) = (app.key("alpha").await, app.key("beta").await);
-    let a_path = session_products(session_with_merged(&app, &a, 1).await);
-    let b_path = session_products(session_with_merged(&app, &b, 1).await);
+    let a_path = session_products(session_with(&app, &a, 1, 0).await);
+    let b_path = session_products(session_with(&app, &b, 1, 0).await);
 
     assert_eq!(quota(&app.get_as(&a, &a_path).await), (1, 0));
     assert_eq!(app.get_as(&a, &a_path).await.status(), 429);
@@ -676,7 +635,7 @@ async fn quota_is_per_account() {
 
 /// A second instance of the service over the same database, with fresh
 /// in-process state, as after a restart.
-async fn restarted(app: &TestApp, daily_quota: i64) -> std::net::SocketAddr {
+async fn restarted(app: &TestApp, quota_rows: i64) -> std::net::SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let state = AppState::new(
@@ -684,7 +643,7 @@ async fn restarted(app: &TestApp, daily_quota: i64) -> std::net::SocketAddr {
         Arc::new(ManualClock::new(app.clock.now())),
         format!("http://{addr}"),
         vitrina::config::Settings {
-            limits: limits(daily_quota),
+            limits: daily_quota(quota_rows),
             ..Default::default()
         },
     );
@@ -698,9 +657,9 @@ async fn restarted(app: &TestApp, daily_quota: i64) -> std::net::SocketAddr {
 
 #[tokio::test]
 async fn quota_usage_lives_in_the_database_and_survives_a_restart() {
-    let app = TestApp::spawn_with(limits(5)).await;
+    let app = TestApp::spawn_with(daily_quota(5)).await;
     let key = app.key("alpha").await;
-    let path = session_products(session_with_merged(&app, &key, 3).await);
+    let path = session_products(session_with(&app, &key, 3, 0).await);
     assert_eq!(quota(&app.get_as(&key, &path).await), (5, 2));
 
     let usage = quota_usage::Entity::find().all(&app.db).await.unwrap();
@@ -717,7 +676,7 @@ async fn quota_usage_lives_in_the_database_and_survives_a_restart() {
             .send()
     };
     let refused = again(path.clone()).await.unwrap();
-    assert_eq!(error(refused).await, (429, "quota_exceeded".to_owned()));
+    assert_eq!(error_of(refused).await, (429, "quota_exceeded".to_owned()));
     let smaller = again(format!("{path}?page_size=2")).await.unwrap();
     assert_eq!(quota(&smaller), (5, 0));
 }

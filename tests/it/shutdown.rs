@@ -26,8 +26,8 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 use crate::fixtures::insert_session;
-use crate::helpers::TestDb;
-use crate::pipeline::item;
+use crate::helpers::uploads::item;
+use crate::helpers::{TestDb, create_key};
 use crate::serve::Serve;
 use crate::ws;
 
@@ -41,10 +41,7 @@ const DRAINING: &str = "stopped accepting connections";
 async fn database_with_key() -> (TestDb, DatabaseConnection, String) {
     let db = TestDb::new().await;
     let conn = db.connect().await;
-    let key = vitrina::accounts::create_key(&conn, "acme", Utc::now())
-        .await
-        .expect("create key")
-        .secret;
+    let key = create_key(&conn, "acme", Utc::now()).await.secret;
     (db, conn, key)
 }
 

@@ -1,0 +1,35 @@
+//! The `vitrina` binary run to completion, and what it printed.
+
+use std::process::{Command, Output};
+
+/// Runs `vitrina args` over the database at `db_url`.
+pub fn vitrina(db_url: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_vitrina"))
+        .args(args)
+        .env("DATABASE_URL", db_url)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run vitrina")
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A failed command: one line on stderr, `error: ` and `expected` in it, and
+/// nothing internal (a panic, a source position).
+pub fn assert_clean_failure(out: &Output, expected: &str) {
+    let stderr = stderr(out);
+    assert!(!out.status.success());
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(!stderr.contains("line "), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+    assert!(
+        stderr.starts_with("error: ") && stderr.contains(expected),
+        "{stderr}"
+    );
+}

@@ -1,0 +1,63 @@
+//! Uploads through the extension API: a valid item to vary, and the
+//! submissions an upload made.
+
+use entity::submission;
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::TestApp;
+
+/// A valid item; tests change what they are about.
+pub fn item(external_id: &str) -> Value {
+    json!({
+        "marketplace": "ozon",
+        "external_id": external_id,
+        "url": format!("https://www.ozon.ru/product/{external_id}/?from=search"),
+        "language": "ru",
+        "name": format!("Чайник {external_id}"),
+        "brand": "Redmond",
+        "category_path": ["Бытовая техника", "Чайники"],
+        "attributes": { "цвет": "белый", "original": true },
+        "image_cover": "https://img.example/1.webp",
+        "seller": { "id": "s-1", "name": "ООО «Вектор»", "code": format!("RM-{external_id}"), "tin": "7701234567" },
+        "prices": [{ "country_code": "ru", "user_auth_status": "anonymous", "price": 1000, "old_price": 1200, "currency": "RUB", "stock_status": "in_stock", "stock_quantity": 5 }],
+        "special_price": [{ "country_code": "ru", "region_code": "", "user_auth_status": "anonymous", "min": 900, "max": 1000 }]
+    })
+}
+
+pub fn upload(items: Vec<Value>) -> Value {
+    json!({ "source_type": "bulk", "intent": "catalog_import", "items": items })
+}
+
+/// `value` with the field at `path` (object keys or array indexes) replaced.
+pub fn with(mut value: Value, path: &[&str], new: Value) -> Value {
+    let mut target = &mut value;
+    for key in path {
+        target = match key.parse::<usize>() {
+            Ok(i) => &mut target[i],
+            Err(_) => &mut target[*key],
+        };
+    }
+    *target = new;
+    value
+}
+
+/// Uploads and returns the session id.
+pub async fn send(app: &TestApp, key: &str, items: Vec<Value>) -> Uuid {
+    let response = app
+        .post_as(key, "/extension/v1/scrapes", &upload(items))
+        .await;
+    assert_eq!(response.status(), 202);
+    let body: Value = response.json().await.unwrap();
+    body["data"]["id"].as_str().unwrap().parse().unwrap()
+}
+
+pub async fn submissions(app: &TestApp, session: Uuid) -> Vec<submission::Model> {
+    submission::Entity::find()
+        .filter(submission::Column::SessionId.eq(session))
+        .order_by_asc(submission::Column::Id)
+        .all(&app.db)
+        .await
+        .unwrap()
+}
