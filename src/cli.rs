@@ -19,7 +19,8 @@ use crate::error::Error;
 use crate::events::SessionEvents;
 use crate::jobs::scheduler::Jobs;
 use crate::seed::{self, SeedOptions};
-use crate::server::{self, AppState};
+use crate::server;
+use crate::state::AppState;
 use crate::{accounts, db};
 
 #[derive(Debug, Parser)]

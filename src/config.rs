@@ -6,8 +6,6 @@ use std::net::SocketAddr;
 
 use clap::Args;
 
-use crate::limits::Limits;
-
 /// Where the embedded default database lives: a SQLite file created on first start.
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://data/vitrina.db";
 
@@ -339,6 +337,24 @@ impl Default for RedisConfig {
         RedisConfig {
             redis_url: None,
             redis_timeout_ms: 50,
+        }
+    }
+}
+
+/// Configured sizes of the per-account limits (see `limits`).
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Requests per account per minute.
+    pub rate_per_minute: u32,
+    /// Rows per account per UTC day, unless the account sets its own.
+    pub daily_quota: i64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            rate_per_minute: 600,
+            daily_quota: 10_000,
         }
     }
 }

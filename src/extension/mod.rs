@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use crate::http::{ApiError, access};
-use crate::server::AppState;
+use crate::state::AppState;
 
 /// The extension routes, to be nested under `/extension/v1`.
 pub fn router(state: AppState) -> Router<AppState> {

@@ -27,8 +27,8 @@ use crate::http::error::ErrorBody;
 use crate::jobs::merge::item::ScrapedItem;
 use crate::jobs::merge::limits;
 use crate::query::sessions;
-use crate::rest::dto::SessionEnvelope;
-use crate::server::AppState;
+use crate::state::AppState;
+use crate::views::SessionEnvelope;
 
 /// Items one upload may carry.
 pub const MAX_ITEMS: usize = 1000;

@@ -17,10 +17,10 @@ use uuid::Uuid;
 use crate::accounts::Caller;
 use crate::http::ApiError;
 use crate::http::error::ErrorBody;
-use crate::rest::dto::envelope;
 use crate::rest::params::{self, PathId};
-use crate::server::AppState;
-use crate::webhooks::subscriptions::{self, DeliveryLog};
+use crate::state::AppState;
+use crate::views::envelope;
+use crate::webhooks::subscriptions::{self, DeliveryLog, SubscriptionError};
 use crate::webhooks::target::TargetPolicy;
 
 pub fn router() -> Router<AppState> {
@@ -133,6 +133,21 @@ impl From<webhook_attempt::Model> for Attempt {
             status_code: a.status_code,
             error: a.error,
             duration_ms: a.duration_ms,
+        }
+    }
+}
+
+/// How a refused subscription call is answered.
+impl From<SubscriptionError> for ApiError {
+    fn from(err: SubscriptionError) -> Self {
+        match err {
+            SubscriptionError::Target(e) => ApiError::InvalidParameter(format!("url refused: {e}")),
+            SubscriptionError::LimitReached => ApiError::Conflict {
+                code: "subscription_limit",
+                message: err.to_string(),
+            },
+            SubscriptionError::NotFound => ApiError::NotFound,
+            SubscriptionError::Database(e) => ApiError::internal(e),
         }
     }
 }

@@ -8,7 +8,16 @@ use async_graphql::{Context, Lookahead, Object, ObjectType, OutputType, SimpleOb
 use super::inline::Inline;
 
 use crate::query::QueryError;
-use crate::query::keyset::{Key, Slice, Window};
+use crate::query::keyset::{DEFAULT_PAGE, Key, MAX_PAGE, Slice, Window};
+
+/// Complexity of a connection field: its children times the page size.
+pub fn connection_cost(first: Option<i32>, last: Option<i32>, child: usize) -> usize {
+    let size = first
+        .or(last)
+        .unwrap_or(DEFAULT_PAGE as i32)
+        .clamp(0, MAX_PAGE as i32) as usize;
+    size.saturating_mul(child).saturating_add(1)
+}
 
 /// Relay arguments of a connection field.
 #[derive(Debug, Clone, Default)]

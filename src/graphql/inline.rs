@@ -12,9 +12,10 @@
 //! answer's keys come out in the order the query asks for them.
 //!
 //! Each field's future is as big as the object's biggest (a product's was
-//! 3.3 KB), and joining them moves every one: so a field that may run a
-//! statement of its own boxes that work (`page.rs`, `price_connection`),
-//! which most fields of a page never reach (a product's is now 0.8 KB).
+//! 3.3 KB), and joining them moves every one: so the work of a field that
+//! may run a statement of its own is boxed, as everything resolvers read
+//! through `reads.rs` is, and most fields of a page never reach it (a
+//! product's is now 0.8 KB).
 //!
 //! The schema sees the wrapped type itself: same name, fields and
 //! descriptions, since registration is delegated to it. An extension's

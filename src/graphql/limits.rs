@@ -34,11 +34,9 @@ use async_graphql::parser::types::{
 };
 use async_graphql::{Name, Request, ServerError};
 
+use super::codes::ErrorClass;
 use crate::config::GraphqlConfig;
 use crate::http::ApiError;
-
-/// The code of every refusal here, as of async-graphql's own limits.
-pub const TOO_COMPLEX: &str = "QUERY_TOO_COMPLEX";
 
 /// The limits of one request, from the configuration.
 #[derive(Debug, Clone, Copy)]
@@ -71,8 +69,9 @@ impl RequestLimits {
         }
     }
 
-    /// Refuses a request over the document limits, parsing its query
-    /// unless it comes parsed. Runs before async-graphql's own checks.
+    /// Refuses a request over the document limits. Runs before
+    /// async-graphql's own checks, on a query that comes parsed
+    /// (`parsed::parse`, which codes a document that does not parse).
     pub fn admit(&self, request: &mut Request) -> Result<(), ServerError> {
         self.check_text(&request.query)?;
         self.check(request.parsed_query()?)?;
@@ -239,20 +238,9 @@ impl Limit {
         };
         let (max, setting) = (self.max, self.setting);
         let says = self.says.replacen("{}", &measured, 1);
-        Err(coded(
-            format!("{says}; the limit is {max} ({setting})."),
-            TOO_COMPLEX,
-        ))
+        let refusal = format!("{says}; the limit is {max} ({setting}).");
+        Err(ErrorClass::TooComplex.error(refusal))
     }
-}
-
-fn coded(message: String, code: &str) -> ServerError {
-    let mut error = ServerError::new(message, None);
-    error
-        .extensions
-        .get_or_insert_with(Default::default)
-        .set("code", code);
-    error
 }
 
 /// What a document asks for once its fragments are expanded. Counts
@@ -467,20 +455,14 @@ impl<'a> Fragments<'a> {
                     continue;
                 }
                 if !on_stack.insert(name) {
-                    return Err(coded(
-                        format!("Fragment \"{name}\" spreads itself."),
-                        "GRAPHQL_VALIDATION_FAILED",
-                    ));
+                    return Err(spreads_itself(name));
                 }
                 stack.push((name, true));
                 let mut spread = Vec::new();
                 spreads(&fragment.node.selection_set.node, &mut spread);
                 for inner in spread {
                     if on_stack.contains(inner) {
-                        return Err(coded(
-                            format!("Fragment \"{inner}\" spreads itself."),
-                            "GRAPHQL_VALIDATION_FAILED",
-                        ));
+                        return Err(spreads_itself(inner));
                     }
                     if !fragments.shapes.contains_key(inner) {
                         stack.push((inner, false));
@@ -546,6 +528,11 @@ impl<'a> Fragments<'a> {
         }
         shape
     }
+}
+
+/// The refusal of a fragment that spreads itself, as the validator's.
+fn spreads_itself(fragment: &Name) -> ServerError {
+    ErrorClass::Invalid.error(format!("Fragment \"{fragment}\" spreads itself."))
 }
 
 /// Whether a fragment selects from one of introspection's types.

@@ -3,7 +3,7 @@
 //! product they read; the operation is charged once, after it ran, for all
 //! of them. A request whose rows would pass the quota is refused whole and
 //! charges nothing, however many metered fields (aliases, several sessions)
-//! it reads. Over HTTP `execute` (`mod.rs`) charges it after the request
+//! it reads. Over HTTP `execute` (`transport.rs`) charges it after the request
 //! ran within its deadline; over the WebSocket the WebSocket's extension
 //! (`response.rs`) charges each response it pushes. An operation cut off by
 //! its deadline sends no rows and is charged nothing.
@@ -55,9 +55,9 @@ impl Meter {
         let Some(metered) = self.lock().take() else {
             return response;
         };
-        let state = &data.state;
+        let state = data.state();
         let limit = state.settings.limits.daily_quota;
-        let account = data.caller.account_id;
+        let account = data.caller().account_id;
         let outcome =
             quota::charge(&state.db, account, metered.rows, limit, state.clock.now()).await;
         let refusal = match outcome {

@@ -26,6 +26,7 @@ use tokio::sync::OnceCell;
 use uuid::Uuid;
 
 use super::loaders::{Load, Loaders, TopKey};
+use super::reads::Reads;
 use crate::query::products::Related;
 
 type Loaded<K, V> = OnceCell<HashMap<K, V>>;
@@ -66,45 +67,49 @@ impl Page {
         })
     }
 
-    pub async fn seller(&self, loaders: &Loaders, id: Uuid) -> Loads<seller::Model> {
-        one(&self.sellers, &loaders.sellers, &self.seller_ids, &id).await
+    pub async fn seller(&self, reads: Reads<'_>, id: Uuid) -> Loads<seller::Model> {
+        one(&self.sellers, reads, |l| &l.sellers, &self.seller_ids, &id).await
     }
 
     /// Products of seller `id`; counted only when a query asks for it.
-    pub async fn seller_product_count(&self, loaders: &Loaders, id: Uuid) -> Loads<i64> {
+    pub async fn seller_product_count(&self, reads: Reads<'_>, id: Uuid) -> Loads<i64> {
+        let which: fn(&Loaders) -> &_ = |l| &l.seller_product_counts;
         one(
             &self.seller_product_counts,
-            &loaders.seller_product_counts,
+            reads,
+            which,
             &self.seller_ids,
             &id,
         )
         .await
     }
 
-    pub async fn prices(&self, loaders: &Loaders, id: Uuid) -> Loads<Vec<current_price::Model>> {
-        one(&self.prices, &loaders.prices, &self.ids, &id).await
+    pub async fn prices(&self, reads: Reads<'_>, id: Uuid) -> Loads<Vec<current_price::Model>> {
+        one(&self.prices, reads, |l| &l.prices, &self.ids, &id).await
     }
 
     pub async fn special_prices(
         &self,
-        loaders: &Loaders,
+        reads: Reads<'_>,
         id: Uuid,
     ) -> Loads<Vec<special_price::Model>> {
-        one(
-            &self.special_prices,
-            &loaders.special_prices,
-            &self.ids,
-            &id,
-        )
-        .await
+        let which: fn(&Loaders) -> &_ = |l| &l.special_prices;
+        one(&self.special_prices, reads, which, &self.ids, &id).await
     }
 
     pub async fn translations(
         &self,
-        loaders: &Loaders,
+        reads: Reads<'_>,
         id: Uuid,
     ) -> Loads<Vec<product_translation::Model>> {
-        one(&self.translations, &loaders.translations, &self.ids, &id).await
+        one(
+            &self.translations,
+            reads,
+            |l| &l.translations,
+            &self.ids,
+            &id,
+        )
+        .await
     }
 
     /// The latest `n` observations of product `id`, and one more when
@@ -112,7 +117,7 @@ impl Page {
     /// that does not ask too (aliases of one list may differ).
     pub async fn latest_prices(
         &self,
-        loaders: &Loaders,
+        reads: Reads<'_>,
         id: Uuid,
         n: u64,
         more: bool,
@@ -126,22 +131,28 @@ impl Page {
             (count, cells.entry(count).or_default().clone())
         };
         let keys: Vec<TopKey> = self.ids.iter().map(|p| (*p, count)).collect();
-        one(&cell, &loaders.latest_prices, &keys, &(id, count)).await
+        one(&cell, reads, |l| &l.latest_prices, &keys, &(id, count)).await
     }
 }
 
 pub type Loads<V> = Result<Option<V>, Arc<DbErr>>;
 
-/// The value of `key`, loading every key of the page on first use.
-async fn one<K, V>(cell: &Loaded<K, V>, loader: &Load<K, V>, keys: &[K], key: &K) -> Loads<V>
+/// The value of `key`, loading every key of the page on first use with
+/// the loader `which` picks.
+async fn one<K, V>(
+    cell: &Loaded<K, V>,
+    reads: Reads<'_>,
+    which: fn(&Loaders) -> &Load<K, V>,
+    keys: &[K],
+    key: &K,
+) -> Loads<V>
 where
     K: Send + Sync + Hash + Eq + Clone + 'static,
     V: Send + Sync + Clone + 'static,
 {
     let all = match cell.get() {
         Some(all) => all,
-        // Boxed (see `inline.rs`): most relations come read with their page.
-        None => Box::pin(cell.get_or_try_init(|| loader.load_many(keys.iter().cloned()))).await?,
+        None => reads.load_once(cell, which, keys).await?,
     };
     Ok(all.get(key).cloned())
 }
@@ -161,11 +172,11 @@ impl MergedProducts {
         })
     }
 
-    pub async fn product(&self, loaders: &Loaders, id: Uuid) -> Loads<(product::Model, Arc<Page>)> {
+    pub async fn product(&self, reads: Reads<'_>, id: Uuid) -> Loads<(product::Model, Arc<Page>)> {
         let (found, page) = self
             .loaded
             .get_or_try_init(|| async {
-                let found = loaders.products.load_many(self.ids.iter().copied()).await?;
+                let found = reads.load_many(|l| &l.products, self.ids.clone()).await?;
                 let models: Vec<product::Model> = found.values().cloned().collect();
                 Ok::<_, Arc<DbErr>>((found, Page::new(&models, Related::default())))
             })

@@ -7,9 +7,11 @@
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use async_graphql::parser::{parse_query, types::ExecutableDocument};
+use async_graphql::parser::{self, parse_query, types::ExecutableDocument};
 use async_graphql::{Request, ServerError, Value};
 use lru::LruCache;
+
+use super::codes::ErrorClass;
 
 /// Distinct queries kept; the least recently used goes first.
 const CAPACITY: NonZeroUsize = NonZeroUsize::new(256).unwrap();
@@ -47,9 +49,8 @@ impl Default for ParsedQueries {
 
 /// What the cache knows of a request.
 pub struct Recalled {
-    /// The parsed query; `None` for a query that does not parse, left for
-    /// async-graphql to parse and report as it always does.
-    pub document: Option<Arc<ExecutableDocument>>,
+    /// The parsed query.
+    pub document: Arc<ExecutableDocument>,
     /// Its cost, when the same operation with the same variables passed
     /// validation before.
     pub cost: Option<Value>,
@@ -61,7 +62,8 @@ impl ParsedQueries {
     /// known.
     ///
     /// `admit` checks a query's text before it is parsed; a query in the
-    /// cache passed it when it was parsed, so it is not checked again.
+    /// cache passed it when it was parsed, so it is not checked again. A
+    /// query that does not parse is refused ([`parse`]).
     pub fn recall(
         &self,
         request: &Request,
@@ -70,9 +72,8 @@ impl ParsedQueries {
         let query = &request.query;
         if query.len() > MAX_QUERY_LEN {
             admit(query)?;
-            let document = parse_query(query).ok().map(Arc::new);
             return Ok(Recalled {
-                document,
+                document: Arc::new(parse(query)?),
                 cost: None,
             });
         }
@@ -83,19 +84,17 @@ impl ParsedQueries {
                 .find(|c| c.operation == request.operation_name && c.variables == request.variables)
                 .map(|c| c.cost.clone());
             return Ok(Recalled {
-                document: Some(known.document.clone()),
+                document: known.document.clone(),
                 cost,
             });
         }
         admit(query)?;
-        let document = parse_query(query).ok().map(Arc::new);
-        if let Some(document) = &document {
-            let known = Known {
-                document: document.clone(),
-                costs: Vec::new(),
-            };
-            self.lock().put(query.to_owned(), known);
-        }
+        let document = Arc::new(parse(query)?);
+        let known = Known {
+            document: document.clone(),
+            costs: Vec::new(),
+        };
+        self.lock().put(query.to_owned(), known);
         Ok(Recalled {
             document,
             cost: None,
@@ -135,6 +134,20 @@ impl ParsedQueries {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
+}
+
+/// Parses a query; a failure is coded by its kind: past the parser's
+/// recursion limit is too complex, anything else invalid.
+pub fn parse(query: &str) -> Result<ExecutableDocument, ServerError> {
+    parse_query(query).map_err(|error| {
+        let class = match error {
+            parser::Error::RecursionLimitExceeded => ErrorClass::TooComplex,
+            _ => ErrorClass::Invalid,
+        };
+        let mut error = ServerError::from(error);
+        class.mark(&mut error);
+        error
+    })
 }
 
 /// Roughly the bytes `value` holds: its names, strings and scalars.

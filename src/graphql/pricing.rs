@@ -7,14 +7,18 @@
 //! this extension parses, validates and prices each request, then stops;
 //! the request itself runs on the schema without extensions.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use async_graphql::extensions::{
-    Extension, ExtensionContext, ExtensionFactory, NextExecute, NextPrepareRequest, NextRequest,
-    NextValidation,
+    Extension, ExtensionContext, ExtensionFactory, NextExecute, NextParseQuery, NextPrepareRequest,
+    NextRequest, NextValidation,
 };
-use async_graphql::{Request, Response, ServerError, ServerResult, ValidationResult, Value, value};
+use async_graphql::parser::types::ExecutableDocument;
+use async_graphql::{
+    Request, Response, ServerError, ServerResult, ValidationResult, Value, Variables, value,
+};
 
+use super::codes::{ErrorClass, Kept};
 use super::limits::RequestLimits;
 
 /// Validates and prices a request, and never executes it.
@@ -33,12 +37,15 @@ struct PriceOnlyExtension {
 }
 
 /// The limits of one request and what validating it found, kept for its
-/// response. Every schema that validates requests goes through these two
-/// steps, so none can skip a limit.
+/// response. Every schema that validates requests goes through these
+/// steps, so none can skip a limit, and each codes the errors it reports
+/// (`codes.rs`).
 #[derive(Clone)]
 pub struct Validated {
     limits: RequestLimits,
     result: Arc<Mutex<Option<ValidationResult>>>,
+    /// The request as admitted, to place the errors of later steps.
+    kept: Arc<OnceLock<Kept>>,
 }
 
 impl Validated {
@@ -46,6 +53,7 @@ impl Validated {
         Validated {
             limits,
             result: Arc::default(),
+            kept: Arc::default(),
         }
     }
 
@@ -62,22 +70,56 @@ impl Validated {
         next: NextPrepareRequest<'_>,
     ) -> ServerResult<Request> {
         self.limits.admit(&mut request)?;
-        next.run(ctx, request).await
+        let request = next.run(ctx, request).await?;
+        // Set once: each request gets extensions of its own.
+        let _ = self.kept.set(Kept::of(&request));
+        Ok(request)
     }
 
-    /// An extension's validation step: refuses a request over the
-    /// complexity limit, and keeps the result.
+    /// An extension's parse step. The document comes parsed
+    /// (`parsed::parse`), so async-graphql only checks how deeply its
+    /// selections nest through the fragments they spread: what it refuses
+    /// is too complex.
+    pub async fn parse(
+        &self,
+        ctx: &ExtensionContext<'_>,
+        query: &str,
+        variables: &Variables,
+        next: NextParseQuery<'_>,
+    ) -> ServerResult<ExecutableDocument> {
+        next.run(ctx, query, variables).await.map_err(|mut error| {
+            ErrorClass::TooComplex.mark(&mut error);
+            error
+        })
+    }
+
+    /// An extension's validation step: codes what the validator refuses,
+    /// refuses a request over the complexity limit, and keeps the result.
     pub async fn validate(
         &self,
         ctx: &ExtensionContext<'_>,
         next: NextValidation<'_>,
     ) -> Result<ValidationResult, Vec<ServerError>> {
-        let result = next.run(ctx).await?;
+        let result = next.run(ctx).await.map_err(|mut errors| {
+            if let Some(kept) = self.kept.get() {
+                kept.code_validation(&mut errors, &ctx.schema_env.registry);
+            }
+            errors
+        })?;
         self.limits
             .check_complexity(result.complexity)
             .map_err(|e| vec![e])?;
         *self.lock() = Some(result);
         Ok(result)
+    }
+
+    /// Codes the errors of a response to the request that no step coded:
+    /// those raised while executing, and choosing the operation to run.
+    pub fn code_rest(&self, errors: &mut [ServerError]) {
+        if let Some(kept) = self.kept.get() {
+            kept.code_execution(errors);
+        }
+        errors.iter_mut().for_each(|e| ErrorClass::Invalid.mark(e));
     }
 
     /// The request's cost as `extensions.analyzer` reports it; `None` before
@@ -98,7 +140,8 @@ impl Validated {
 #[async_trait::async_trait]
 impl Extension for PriceOnlyExtension {
     async fn request(&self, ctx: &ExtensionContext<'_>, next: NextRequest<'_>) -> Response {
-        let response = next.run(ctx).await;
+        let mut response = next.run(ctx).await;
+        self.validated.code_rest(&mut response.errors);
         match self.validated.cost() {
             Some(cost) => response.extension("analyzer", cost),
             None => response,
@@ -112,6 +155,16 @@ impl Extension for PriceOnlyExtension {
         next: NextPrepareRequest<'_>,
     ) -> ServerResult<Request> {
         self.validated.admit(ctx, request, next).await
+    }
+
+    async fn parse_query(
+        &self,
+        ctx: &ExtensionContext<'_>,
+        query: &str,
+        variables: &Variables,
+        next: NextParseQuery<'_>,
+    ) -> ServerResult<ExecutableDocument> {
+        self.validated.parse(ctx, query, variables, next).await
     }
 
     async fn validation(

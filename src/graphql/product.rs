@@ -4,20 +4,19 @@ use std::sync::Arc;
 
 use async_graphql::{Context, InputObject, Json, Lookahead, Object, Result, Value};
 use entity::{Marketplace, TrustStatus, UserAuthStatus, product};
-use sea_orm::{EntityTrait, IdenStatic};
+use sea_orm::EntityTrait;
 use uuid::Uuid;
 
 use super::connection::{self, Args, Conn};
 use super::error::gql;
 use super::inline::Inline;
 use super::page::Page;
-use super::request;
-use super::scalars::Timestamp;
+use super::reads::Reads;
 use super::seller::Seller;
-use crate::query::children::Columns;
+use crate::query::children::{Columns, Shows};
 use crate::query::prices::{self, ObservationKey, PriceHistoryFilter};
 use crate::query::products::{self, ProductFilter, ProductKey, Related};
-use crate::rest::dto::{self, Attributes, PriceObservation, SpecialPrice, Translation};
+use crate::views::{self, Attributes, PriceObservation, SpecialPrice, Timestamp, Translation};
 
 /// Filters of a price history, combined with AND; `from` and `to` are inclusive.
 #[derive(Debug, Clone, Default, InputObject)]
@@ -60,7 +59,7 @@ impl ProductTotal {
     async fn total_count(&self, ctx: &Context<'_>) -> Result<u64> {
         match self {
             ProductTotal::Matching(filter) => {
-                Ok(Box::pin(products::count(&request(ctx).state.db, filter)).await?)
+                Ok(Reads::of(ctx).run(|db| products::count(db, filter)).await?)
             }
             ProductTotal::Known(n) => Ok(*n),
         }
@@ -74,7 +73,9 @@ pub struct PriceTotal(pub Uuid, pub PriceHistoryFilter);
 impl PriceTotal {
     /// Observations matching the filter, across all pages.
     async fn total_count(&self, ctx: &Context<'_>) -> Result<u64> {
-        Ok(Box::pin(prices::count(&request(ctx).state.db, self.0, &self.1)).await?)
+        Ok(Reads::of(ctx)
+            .run(|db| prices::count(db, self.0, &self.1))
+            .await?)
     }
 }
 
@@ -89,14 +90,12 @@ pub async fn product_connection(
     args: &Args,
 ) -> Result<ProductConnection> {
     let fields = ctx.look_ahead();
-    let page = products::connection(
-        &request(ctx).state.db,
-        &filter,
-        &args.window_in(ctx)?,
-        read_with(&[fields.field("nodes"), fields.field("edges").field("node")]),
-        fields.field("totalCount").exists(),
-    )
-    .await?;
+    let window = args.window_in(ctx)?;
+    let with = read_with(&[fields.field("nodes"), fields.field("edges").field("node")]);
+    let total = fields.field("totalCount").exists();
+    let page = Reads::of(ctx)
+        .run(|db| products::connection(db, &filter, &window, with, total))
+        .await?;
     let total = match page.total {
         Some(n) => ProductTotal::Known(n),
         None => ProductTotal::Matching(filter),
@@ -138,39 +137,25 @@ pub fn read_with(nodes: &[Lookahead<'_>]) -> products::With {
             stats: asks("stats"),
         },
         sellers: asks("seller"),
-        translations: shown::<translation::Entity>(&at(&["translations"])),
-        prices: shown::<current::Entity>(&at(&["prices"])),
-        special_prices: shown::<special::Entity>(&at(&["specialPrices"])),
+        translations: shown::<Translation, translation::Entity>(&at(&["translations"])),
+        prices: shown::<PriceObservation, current::Entity>(&at(&["prices"])),
+        special_prices: shown::<SpecialPrice, special::Entity>(&at(&["specialPrices"])),
         latest_prices: latest_prices_asked(nodes).map(|n| {
-            let columns = shown::<history::Entity>(&history_nodes);
+            let columns = shown::<PriceObservation, history::Entity>(&history_nodes);
             (n, columns.unwrap_or(Columns::NONE))
         }),
     }
 }
 
-/// The columns of child table `E` that the `selections` of its list show
-/// (a column's field is its name in camelCase, as in the DTOs the rows
-/// become); `None` when the list is not asked for.
-fn shown<E: EntityTrait>(selections: &[Lookahead<'_>]) -> Option<Columns> {
+/// The columns of child table `E` that the `selections` of a list of `V`
+/// show; `None` when the list is not asked for.
+fn shown<V: Shows<E>, E: EntityTrait>(selections: &[Lookahead<'_>]) -> Option<Columns> {
     (!selections.is_empty()).then(|| {
-        Columns::of::<E>(|column| {
-            let field = camel(column.as_str());
-            selections.iter().any(|s| s.field(&field).exists())
-        })
-    })
-}
-
-/// `snake_case` in `camelCase`, as async-graphql names fields.
-fn camel(snake: &str) -> String {
-    let mut parts = snake.split('_');
-    let first = parts.next().unwrap_or_default().to_owned();
-    parts.fold(first, |mut name, part| {
-        let mut chars = part.chars();
-        if let Some(c) = chars.next() {
-            name.extend(c.to_uppercase());
-            name.push_str(chars.as_str());
-        }
-        name
+        let lists = selections.iter().flat_map(Lookahead::selection_fields);
+        // Collected: the iterator of a field's selections borrows the field.
+        let asked =
+            lists.flat_map(|list| list.selection_set().map(|f| f.name()).collect::<Vec<_>>());
+        V::columns(asked)
     })
 }
 
@@ -212,15 +197,15 @@ pub async fn price_connection(
     filter: Option<PriceHistoryFilterInput>,
     args: &Args,
 ) -> Result<PriceConnection> {
-    let req = request(ctx);
+    let reads = Reads::of(ctx);
     let slice = match (args.simple_first(), &filter) {
         (Some(n), None) => {
             let more = connection::asks_more(&ctx.look_ahead());
             let rows = match page {
-                Some(page) => page.latest_prices(&req.loaders, product_id, n, more).await,
+                Some(page) => page.latest_prices(reads, product_id, n, more).await,
                 None => {
                     let key = (product_id, n + u64::from(more));
-                    Box::pin(req.loaders.latest_prices.load_one(key)).await
+                    reads.load(|l| &l.latest_prices, key).await
                 }
             };
             connection::first_n(rows.map_err(gql)?.unwrap_or_default(), n)
@@ -228,13 +213,9 @@ pub async fn price_connection(
         _ => {
             let filter: PriceHistoryFilter = filter.clone().unwrap_or_default().into();
             let window = args.window_in(ctx)?;
-            Box::pin(prices::connection(
-                &req.state.db,
-                product_id,
-                &filter,
-                &window,
-            ))
-            .await?
+            reads
+                .run(|db| prices::connection(db, product_id, &filter, &window))
+                .await?
         }
     };
     let filter = filter.unwrap_or_default().into();
@@ -295,7 +276,7 @@ impl Product {
     }
     /// Free key/value attributes; values are strings or booleans.
     async fn attributes(&self) -> Attributes {
-        dto::attributes(&self.0.attributes)
+        views::attributes(&self.0.attributes)
     }
     /// Cover image URL.
     async fn image_cover(&self) -> &str {
@@ -315,10 +296,7 @@ impl Product {
     }
     /// The full seller record.
     async fn seller(&self, ctx: &Context<'_>) -> Result<Option<Inline<Seller>>> {
-        let model = self
-            .1
-            .seller(&request(ctx).loaders, self.0.seller_ref)
-            .await;
+        let model = self.1.seller(Reads::of(ctx), self.0.seller_ref).await;
         Ok(model
             .map_err(gql)?
             .map(|m| Inline(Seller::of_product(m, self.1.clone()))))
@@ -337,7 +315,7 @@ impl Product {
     }
     /// Current price observations, one per country, region and auth status.
     async fn prices(&self, ctx: &Context<'_>) -> Result<Vec<Inline<PriceObservation>>> {
-        let rows = self.1.prices(&request(ctx).loaders, self.0.id).await;
+        let rows = self.1.prices(Reads::of(ctx), self.0.id).await;
         Ok(rows
             .map_err(gql)?
             .unwrap_or_default()
@@ -347,10 +325,7 @@ impl Product {
     }
     /// Special (promotional) price ranges per country, region and auth status.
     async fn special_prices(&self, ctx: &Context<'_>) -> Result<Vec<Inline<SpecialPrice>>> {
-        let rows = self
-            .1
-            .special_prices(&request(ctx).loaders, self.0.id)
-            .await;
+        let rows = self.1.special_prices(Reads::of(ctx), self.0.id).await;
         Ok(rows
             .map_err(gql)?
             .unwrap_or_default()
@@ -372,7 +347,7 @@ impl Product {
     }
     /// Known-language translations.
     async fn translations(&self, ctx: &Context<'_>) -> Result<Vec<Inline<Translation>>> {
-        let rows = self.1.translations(&request(ctx).loaders, self.0.id).await;
+        let rows = self.1.translations(Reads::of(ctx), self.0.id).await;
         Ok(rows
             .map_err(gql)?
             .unwrap_or_default()

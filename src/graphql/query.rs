@@ -10,13 +10,13 @@ use super::product::{
     PriceConnection, PriceHistoryFilterInput, Product, ProductConnection, price_connection,
     product_connection, read_with,
 };
-use super::request;
+use super::reads::Reads;
 use super::seller::Seller;
 use super::session::Me;
 use crate::query::products::ProductFilter;
 use crate::query::sellers::SellerLookup;
 use crate::query::{QueryError, products, sellers, snapshots};
-use crate::rest::dto::{BrandItem, CategoryItem};
+use crate::views::{BrandItem, CategoryItem};
 
 pub struct QueryRoot;
 
@@ -51,7 +51,8 @@ impl QueryRoot {
     /// One product by its internal id; NOT_FOUND when unknown.
     async fn product(&self, ctx: &Context<'_>, id: Uuid) -> Result<Inline<Product>> {
         let with = read_with(&[ctx.look_ahead()]);
-        let (model, related) = products::by_id(&request(ctx).state.db, id, with)
+        let (model, related) = Reads::of(ctx)
+            .run(|db| products::by_id(db, id, with))
             .await
             .map_err(QueryError::from)?
             .ok_or(QueryError::NotFound)?;
@@ -73,7 +74,9 @@ impl QueryRoot {
         last: Option<i32>,
         before: Option<String>,
     ) -> Result<PriceConnection> {
-        let known = products::by_ids(&request(ctx).state.db, &[product_id])
+        let ids = [product_id];
+        let known = Reads::of(ctx)
+            .run(|db| products::by_ids(db, &ids))
             .await
             .map_err(QueryError::from)?;
         if known.is_empty() {
@@ -101,7 +104,7 @@ impl QueryRoot {
         ctx: &Context<'_>,
         lookup: SellerLookup,
     ) -> Result<Vec<Inline<Seller>>> {
-        let found = sellers::find(&request(ctx).state.db, &lookup).await?;
+        let found = Reads::of(ctx).run(|db| sellers::find(db, &lookup)).await?;
         Ok(found
             .into_iter()
             .map(|s| Inline(Seller::counted(s)))
@@ -115,7 +118,8 @@ impl QueryRoot {
         ctx: &Context<'_>,
         marketplace: Marketplace,
     ) -> Result<Vec<CategoryItem>> {
-        let entries = snapshots::categories(&request(ctx).state.db, marketplace)
+        let entries = Reads::of(ctx)
+            .run(|db| snapshots::categories(db, marketplace))
             .await
             .map_err(QueryError::from)?;
         Ok(entries.into_iter().map(Into::into).collect())
@@ -128,7 +132,8 @@ impl QueryRoot {
         ctx: &Context<'_>,
         marketplace: Option<Marketplace>,
     ) -> Result<Vec<BrandItem>> {
-        let entries = snapshots::brands(&request(ctx).state.db, marketplace)
+        let entries = Reads::of(ctx)
+            .run(|db| snapshots::brands(db, marketplace))
             .await
             .map_err(QueryError::from)?;
         Ok(entries.into_iter().map(Into::into).collect())

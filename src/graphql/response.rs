@@ -6,10 +6,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_graphql::extensions::{
-    Extension, ExtensionContext, ExtensionFactory, NextExecute, NextPrepareRequest, NextSubscribe,
-    NextValidation,
+    Extension, ExtensionContext, ExtensionFactory, NextExecute, NextParseQuery, NextPrepareRequest,
+    NextSubscribe, NextValidation,
 };
-use async_graphql::{BatchResponse, ServerError, ServerResult, ValidationResult, Value};
+use async_graphql::parser::types::ExecutableDocument;
+use async_graphql::{BatchResponse, ServerError, ServerResult, ValidationResult, Value, Variables};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream::{BoxStream, StreamExt};
@@ -18,6 +19,7 @@ use serde::Serialize;
 use super::RequestData;
 use super::limits::{self, RequestLimits};
 use super::meter::Meter;
+use super::parsed;
 use super::pricing::Validated;
 use crate::http::{ApiError, access};
 
@@ -69,29 +71,6 @@ fn request_failed(response: &async_graphql::Response) -> bool {
         && response.errors.iter().all(|e| e.path.is_empty())
 }
 
-/// async-graphql's own errors (parsing, validation) have no code: a
-/// malformed argument is INVALID_PARAMETER as on REST, selections or values
-/// nested past the parser's or the validator's recursion limit
-/// QUERY_TOO_COMPLEX (as the limits of `limits.rs`, which code their own),
-/// any other malformed request GRAPHQL_VALIDATION_FAILED.
-fn add_missing_code(error: &mut ServerError) {
-    let extensions = error.extensions.get_or_insert_with(Default::default);
-    if extensions.get("code").is_some() {
-        return;
-    }
-    let message = &error.message;
-    let code = if message.starts_with("Invalid value for argument")
-        || message.contains("Failed to parse")
-    {
-        "INVALID_PARAMETER"
-    } else if message.contains("recursion") {
-        "QUERY_TOO_COMPLEX"
-    } else {
-        "GRAPHQL_VALIDATION_FAILED"
-    };
-    extensions.set("code", code);
-}
-
 /// What every operation sent over the WebSocket gets, as over HTTP: it
 /// counts against the caller's per-minute rate limit, its document is held
 /// to the same limits, a query runs within the same deadline, the daily
@@ -128,11 +107,25 @@ impl Extension for OverWebSocketExtension {
         let data = ctx
             .data_opt::<Arc<RequestData>>()
             .ok_or_else(|| server_error(&ApiError::Unauthorized))?;
-        access::count(&data.state, &data.caller)
+        access::count(data.state(), data.caller())
             .await
             .map_err(|(error, _)| server_error(&error))?;
-        let request = request.data(self.meter.clone());
+        let mut request = request.data(self.meter.clone());
+        // Parsed here, as the parse cache parses over HTTP, so that a
+        // document that does not parse is coded by why.
+        self.validated.limits().check_text(&request.query)?;
+        request.set_parsed_query(parsed::parse(&request.query)?);
         self.validated.admit(ctx, request, next).await
+    }
+
+    async fn parse_query(
+        &self,
+        ctx: &ExtensionContext<'_>,
+        query: &str,
+        variables: &Variables,
+        next: NextParseQuery<'_>,
+    ) -> ServerResult<ExecutableDocument> {
+        self.validated.parse(ctx, query, variables, next).await
     }
 
     async fn execute(
@@ -180,7 +173,7 @@ impl Extension for OverWebSocketExtension {
                         Some(data) => meter.charge(data, response).await,
                         None => response,
                     };
-                    response.errors.iter_mut().for_each(add_missing_code);
+                    validated.code_rest(&mut response.errors);
                     match validated.cost() {
                         Some(cost) => response.extension("analyzer", cost),
                         None => response,
@@ -192,18 +185,10 @@ impl Extension for OverWebSocketExtension {
 }
 
 /// Serializes a response in the media type the client accepts; every error
-/// carries an `extensions.code`. With `application/graphql-response+json` a
-/// request that never executed is a 400; errors during execution stay a 200
-/// with partial (or null) data.
-pub fn respond(headers: &HeaderMap, mut response: BatchResponse) -> Response {
-    let responses = match &mut response {
-        BatchResponse::Single(r) => std::slice::from_mut(r),
-        BatchResponse::Batch(rs) => rs.as_mut_slice(),
-    };
-    responses
-        .iter_mut()
-        .flat_map(|r| r.errors.iter_mut())
-        .for_each(add_missing_code);
+/// carries an `extensions.code`, set where it arose (`codes.rs`). With
+/// `application/graphql-response+json` a request that never executed is a
+/// 400; errors during execution stay a 200 with partial (or null) data.
+pub fn respond(headers: &HeaderMap, response: BatchResponse) -> Response {
     let (failed_whole, body) = match &response {
         BatchResponse::Single(r) => (request_failed(r), serde_json::to_vec(&Body::of(r))),
         BatchResponse::Batch(rs) => (

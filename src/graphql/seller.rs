@@ -11,11 +11,10 @@ use super::error::gql;
 use super::inline::Boxed;
 use super::page::Page;
 use super::product::{Product, ProductConnection, ProductTotal, product_connection};
-use super::request;
-use super::scalars::Timestamp;
+use super::reads::Reads;
 use crate::query::products::{ProductFilter, ProductKey, Related};
 use crate::query::sellers::SellerView;
-use crate::rest::dto::SellerStats;
+use crate::views::{SellerStats, Timestamp};
 
 /// A seller on one marketplace.
 pub struct Seller {
@@ -97,7 +96,7 @@ impl Seller {
             ProductCount::OnDemand(page) => page,
         };
         let count = page
-            .seller_product_count(&request(ctx).loaders, self.model.id)
+            .seller_product_count(Reads::of(ctx), self.model.id)
             .await;
         // Sellers without products are absent from the grouped count.
         Ok(count.map_err(gql)?.unwrap_or(0))
@@ -135,7 +134,8 @@ impl Seller {
             Some(n) => {
                 let more = connection::asks_more(&ctx.look_ahead());
                 let key = (self.model.id, n + u64::from(more));
-                let rows = Box::pin(request(ctx).loaders.seller_products.load_one(key))
+                let rows = Reads::of(ctx)
+                    .load(|l| &l.seller_products, key)
                     .await
                     .map_err(gql)?
                     .unwrap_or_default();
@@ -152,9 +152,7 @@ impl Seller {
                     node,
                 )))
             }
-            None => Ok(Boxed(
-                Box::pin(product_connection(ctx, filter, &args)).await?,
-            )),
+            None => Ok(Boxed(product_connection(ctx, filter, &args).await?)),
         }
     }
 }

@@ -7,17 +7,17 @@ use entity::{SessionStatus, SubmissionStatus, product, scrape_session, submissio
 use uuid::Uuid;
 
 use super::connection::{self, Args, Conn, Total};
+use super::context::caller;
 use super::error::gql;
 use super::inline::Inline;
 use super::meter::Meter;
 use super::page::{MergedProducts, Page};
 use super::product::{Product, ProductConnection, ProductTotal};
-use super::request;
-use super::scalars::Timestamp;
+use super::reads::Reads;
 use crate::query::keyset::Slice;
 use crate::query::products::Related;
 use crate::query::sessions::{self, SessionKey, SessionStats, SubmissionKey};
-use crate::rest::dto::SessionMetadata;
+use crate::views::{SessionMetadata, Timestamp};
 
 /// The calling account.
 pub struct Me;
@@ -27,7 +27,7 @@ pub struct Me;
 impl Me {
     /// The account's id.
     async fn id(&self, ctx: &Context<'_>) -> Uuid {
-        request(ctx).caller.account_id
+        caller(ctx).account_id
     }
 
     /// The account's scrape sessions, most recent first.
@@ -40,7 +40,7 @@ impl Me {
         last: Option<i32>,
         before: Option<String>,
     ) -> Result<Conn<ScrapeSession, Total>> {
-        let req = request(ctx);
+        let account = caller(ctx).account_id;
         let window = Args {
             first,
             after,
@@ -48,8 +48,9 @@ impl Me {
             before,
         }
         .window_in(ctx)?;
-        let (slice, total) =
-            sessions::connection_for_account(&req.state.db, req.caller.account_id, &window).await?;
+        let (slice, total) = Reads::of(ctx)
+            .run(|db| sessions::connection_for_account(db, account, &window))
+            .await?;
         Ok(connection::from_slice(
             slice,
             Total { total_count: total },
@@ -60,10 +61,11 @@ impl Me {
 
     /// One of the account's sessions; another account's session is NOT_FOUND.
     async fn scrape_session(&self, ctx: &Context<'_>, id: Uuid) -> Result<ScrapeSession> {
-        let req = request(ctx);
-        Ok(ScrapeSession(
-            sessions::session_for_account(&req.state.db, req.caller.account_id, id).await?,
-        ))
+        let account = caller(ctx).account_id;
+        let session = Reads::of(ctx)
+            .run(|db| sessions::session_for_account(db, account, id))
+            .await?;
+        Ok(ScrapeSession(session))
     }
 }
 
@@ -72,10 +74,8 @@ pub struct ScrapeSession(pub scrape_session::Model);
 
 impl ScrapeSession {
     async fn load_stats(&self, ctx: &Context<'_>) -> Result<SessionStats> {
-        let stats = request(ctx)
-            .loaders
-            .session_stats
-            .load_one(self.0.id)
+        let stats = Reads::of(ctx)
+            .load(|l| &l.session_stats, self.0.id)
             .await
             .map_err(gql)?;
         Ok(stats.unwrap_or_default())
@@ -161,10 +161,8 @@ impl ScrapeSession {
             before,
         };
         let (slice, total, merged) = self.metered_page(ctx, true, &args).await?;
-        let found = request(ctx)
-            .loaders
-            .products
-            .load_many(merged.iter().copied())
+        let found = Reads::of(ctx)
+            .load_many(|l| &l.products, merged.clone())
             .await
             .map_err(gql)?;
         let models: Vec<product::Model> = merged
@@ -204,16 +202,13 @@ impl ScrapeSession {
         merged_only: bool,
         args: &Args,
     ) -> Result<(Slice<submission::Model>, u64, Vec<Uuid>)> {
-        let req = request(ctx);
+        let account = caller(ctx).account_id;
         let window = args.window_in(ctx)?;
-        let (slice, total) = sessions::submissions_for_account(
-            &req.state.db,
-            req.caller.account_id,
-            self.0.id,
-            merged_only,
-            &window,
-        )
-        .await?;
+        let (slice, total) = Reads::of(ctx)
+            .run(|db| {
+                sessions::submissions_for_account(db, account, self.0.id, merged_only, &window)
+            })
+            .await?;
         let merged: Vec<Uuid> = slice
             .items
             .iter()
@@ -239,11 +234,7 @@ impl Submission {
         let Some(id) = sessions::merged_product(&self.0) else {
             return Ok(None);
         };
-        let found = self
-            .1
-            .product(&request(ctx).loaders, id)
-            .await
-            .map_err(gql)?;
+        let found = self.1.product(Reads::of(ctx), id).await.map_err(gql)?;
         Ok(found.map(|(model, page)| Inline(Product(model, page))))
     }
 }

@@ -28,16 +28,16 @@ impl SubscriptionRoot {
         id: Uuid,
     ) -> Result<impl Stream<Item = ScrapeSession> + use<>> {
         let data = ctx.data_unchecked::<Arc<RequestData>>().clone();
-        let first =
-            sessions::session_for_account(&data.state.db, data.caller.account_id, id).await?;
-        data.state.events.ready().await;
-        let events = data.state.events.subscribe();
+        let (state, account) = (data.state(), data.caller().account_id);
+        let first = sessions::session_for_account(&state.db, account, id).await?;
+        state.events.ready().await;
+        let events = state.events.subscribe();
         let updates = stream::unfold((data, events), move |(data, mut events)| async move {
             loop {
                 match events.recv().await {
                     Ok(changed) if changed == id => {
                         let session = scrape_session::Entity::find_by_id(id)
-                            .one(&data.state.db)
+                            .one(&data.state().db)
                             .await
                             .ok()
                             .flatten()?;

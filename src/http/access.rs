@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use super::ApiError;
 use crate::accounts::{self, Caller};
 use crate::limits::RateDecision;
-use crate::server::AppState;
+use crate::state::AppState;
 
 /// An admitted caller and where it stands against the rate limit.
 #[derive(Debug, Clone)]

@@ -3,7 +3,8 @@
 //! Which error type belongs where:
 //! - handlers and resolvers return [`ApiError`];
 //! - the query layer returns [`crate::query::QueryError`], converted here;
-//! - webhook subscriptions return [`SubscriptionError`], converted here;
+//! - webhook subscriptions return `SubscriptionError`, converted where the
+//!   extension API serves them (`extension/webhooks.rs`);
 //! - jobs and the CLI use [`crate::Error`].
 //!
 //! REST answers `{"error": {"code", "message"}}` with the documented status;
@@ -18,7 +19,6 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::query::QueryError;
-use crate::webhooks::subscriptions::SubscriptionError;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ApiError {
@@ -176,20 +176,6 @@ impl From<QueryError> for ApiError {
             QueryError::Invalid(m) => ApiError::InvalidParameter(m),
             QueryError::NotFound => ApiError::NotFound,
             QueryError::Database(e) => ApiError::internal(e),
-        }
-    }
-}
-
-impl From<SubscriptionError> for ApiError {
-    fn from(err: SubscriptionError) -> Self {
-        match err {
-            SubscriptionError::Target(e) => ApiError::InvalidParameter(format!("url refused: {e}")),
-            SubscriptionError::LimitReached => ApiError::Conflict {
-                code: "subscription_limit",
-                message: err.to_string(),
-            },
-            SubscriptionError::NotFound => ApiError::NotFound,
-            SubscriptionError::Database(e) => ApiError::internal(e),
         }
     }
 }

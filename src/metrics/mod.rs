@@ -40,7 +40,6 @@ use tokio::net::TcpListener;
 
 use crate::clock::SharedClock;
 use crate::error::Error;
-use crate::webhooks::retry::Verdict;
 
 const HTTP_REQUESTS: &str = "vitrina_http_requests_total";
 const HTTP_DURATION: &str = "vitrina_http_request_duration_seconds";
@@ -216,13 +215,23 @@ pub fn merge_finished(status: SubmissionStatus) {
     }
 }
 
-/// Counts `deliveries` webhook deliveries judged `verdict`.
-pub fn webhook_deliveries(verdict: Verdict, deliveries: usize) {
+/// What became of a webhook delivery after an attempt.
+#[derive(Debug, Clone, Copy)]
+pub enum DeliveryOutcome {
+    Succeeded,
+    /// It will be tried again.
+    Retried,
+    /// For good.
+    Failed,
+}
+
+/// Counts `deliveries` webhook deliveries that ended an attempt with `outcome`.
+pub fn webhook_deliveries(outcome: DeliveryOutcome, deliveries: usize) {
     if enabled() {
-        let label = match verdict {
-            Verdict::Succeeded => "succeeded",
-            Verdict::RetryAt(_) => "retried",
-            Verdict::Failed => "failed",
+        let label = match outcome {
+            DeliveryOutcome::Succeeded => "succeeded",
+            DeliveryOutcome::Retried => "retried",
+            DeliveryOutcome::Failed => "failed",
         };
         counter!(WEBHOOK_DELIVERIES, "outcome" => label).increment(deliveries as u64);
     }

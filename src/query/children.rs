@@ -59,6 +59,49 @@ impl Columns {
     }
 }
 
+/// A type shown from the rows of child table `E` (an answer's price, a
+/// translation): the columns each of its fields shows, by the field's name
+/// in the answer. Declared beside the type, never inferred from names: a
+/// field computed from several columns, or named unlike its column, says
+/// so here.
+pub trait Shows<E: EntityTrait> {
+    const FIELDS: &'static [(&'static str, &'static [E::Column])];
+
+    /// The columns that the fields `asked` show. A field this type does not
+    /// declare reads every column (a new field is never filled with a
+    /// placeholder); names starting with `__` (`__typename`) read none.
+    fn columns<'a>(asked: impl IntoIterator<Item = &'a str>) -> Columns {
+        let mut wanted: Vec<&str> = Vec::new();
+        for name in asked {
+            if name.starts_with("__") {
+                continue;
+            }
+            match Self::FIELDS.iter().find(|(field, _)| *field == name) {
+                Some((_, columns)) => wanted.extend(columns.iter().map(|c| c.as_str())),
+                None => return Columns::ALL,
+            }
+        }
+        Columns::of::<E>(|column| wanted.contains(&column.as_str()))
+    }
+}
+
+/// Checks that every column of `E` is shown by a field of `V`, but those
+/// of `unshown`: its parent column and those only read to order the rows
+/// (each of which must be in the order). For the tests of each [`Shows`].
+#[cfg(test)]
+pub fn every_column_shown<V: Shows<E>, E: Ordered>(parent: E::Column, unshown: &[E::Column]) {
+    let declared = V::columns(V::FIELDS.iter().map(|(field, _)| *field));
+    let table = E::default().table_name().to_owned();
+    for (at, column) in E::Column::iter().enumerate() {
+        let name = column.as_str();
+        let ordering = order::sorts_by::<E>(column) && unshown.iter().any(|c| c.as_str() == name);
+        assert!(
+            declared.reads(at) || name == parent.as_str() || ordering,
+            "{table}.{name} is shown by no field"
+        );
+    }
+}
+
 /// One child list of a parent statement: the SQL of its column and how its
 /// rows read back into their model.
 #[derive(Debug, Clone)]

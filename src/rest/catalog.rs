@@ -6,12 +6,12 @@ use entity::Marketplace;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::dto::{BrandItem, BrandList, CategoryItem, CategoryList};
 use super::params::{Params, names, one_of};
 use crate::http::ApiError;
 use crate::http::error::ErrorBody;
 use crate::query::snapshots;
-use crate::server::AppState;
+use crate::state::AppState;
+use crate::views::{BrandItem, BrandList, CategoryItem, CategoryList};
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]

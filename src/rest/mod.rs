@@ -1,7 +1,6 @@
 //! REST v1 (`/v1`): thin handlers that parse parameters, call the query
 //! layer and map to the documented shapes. Read-only: GET only.
 
-pub mod dto;
 pub mod openapi;
 pub(crate) mod params;
 
@@ -15,7 +14,7 @@ use axum::middleware;
 use axum::routing::get;
 
 use crate::http::{ApiError, access};
-use crate::server::AppState;
+use crate::state::AppState;
 
 /// The v1 routes, to be nested under `/v1`.
 pub fn router(state: AppState) -> Router<AppState> {

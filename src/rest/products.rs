@@ -6,17 +6,17 @@ use entity::{Marketplace, TrustStatus, UserAuthStatus};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::dto::{
-    HasMoreMeta, PriceHistoryPage, PriceObservation, Product, ProductEnvelope, ProductPage,
-    TotalMeta,
-};
 use super::params::{self, Params, PathId, names, one_of};
 use crate::http::ApiError;
 use crate::http::error::ErrorBody;
 use crate::query::Page;
 use crate::query::prices::{self, PriceHistoryFilter};
 use crate::query::products::{self, ProductFilter};
-use crate::server::AppState;
+use crate::state::AppState;
+use crate::views::{
+    HasMoreMeta, PriceHistoryPage, PriceObservation, Product, ProductEnvelope, ProductPage,
+    TotalMeta,
+};
 
 /// Filters of `GET /products`, combined with AND.
 #[derive(Debug, Deserialize, IntoParams)]

@@ -8,16 +8,16 @@ use axum::{Extension, Json};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::dto::{
-    ScrapeSession, SessionEnvelope, SessionPage, SessionProduct, SessionProductPage, TotalMeta,
-};
 use super::params::{self, Params, PathId};
 use crate::accounts::Caller;
 use crate::http::ApiError;
 use crate::http::error::ErrorBody;
 use crate::limits::{QuotaOutcome, quota};
 use crate::query::{Page, sessions};
-use crate::server::AppState;
+use crate::state::AppState;
+use crate::views::{
+    ScrapeSession, SessionEnvelope, SessionPage, SessionProduct, SessionProductPage, TotalMeta,
+};
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]

@@ -6,12 +6,12 @@ use entity::Marketplace;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::dto::{Seller, SellerList};
 use super::params::{Params, names, one_of};
 use crate::http::ApiError;
 use crate::http::error::ErrorBody;
 use crate::query::sellers::{self, SellerLookup};
-use crate::server::AppState;
+use crate::state::AppState;
+use crate::views::{Seller, SellerList};
 
 /// Identifying parameters; at least one of: tin; psrn; url; marketplace with seller_id.
 #[derive(Debug, Deserialize, IntoParams)]

@@ -22,7 +22,7 @@
 //!
 //! At shutdown, accepting stops and every connection finishes the request it
 //! is serving, then closes (WebSockets close themselves, see
-//! [`super::Draining`]). The shutdown grace period bounds this wait: once it
+//! [`crate::state::Draining`]). The shutdown grace period bounds this wait: once it
 //! is over, the connections still open are cut.
 
 use std::convert::Infallible;

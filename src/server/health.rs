@@ -3,7 +3,7 @@
 use axum::{Json, extract::State, http::StatusCode};
 use serde_json::{Value, json};
 
-use super::AppState;
+use crate::state::AppState;
 
 /// The process is up.
 pub async fn healthz() -> Json<Value> {

@@ -7,7 +7,7 @@ use axum::extract::State;
 use axum::response::Html;
 use axum::routing::get;
 
-use crate::server::AppState;
+use crate::state::AppState;
 
 const PAGE: &str = include_str!("../../web/dashboard/index.html");
 const SCRIPT: &str = include_str!("../../web/dashboard/dashboard.js");

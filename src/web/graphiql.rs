@@ -9,7 +9,7 @@ use axum::response::Response;
 use serde::Serialize;
 
 use super::assets;
-use crate::server::AppState;
+use crate::state::AppState;
 
 /// The query GraphiQL opens with.
 pub const EXAMPLE_QUERY: &str = r#"# Your API key goes in the Headers tab below:

@@ -13,7 +13,7 @@ use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use crate::server::AppState;
+use crate::state::AppState;
 
 /// The browser routes; the dashboard only when there is a demo key to put in it.
 pub fn router(demo: bool) -> Router<AppState> {

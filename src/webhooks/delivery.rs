@@ -37,6 +37,7 @@ use super::retry::{self, Outcome, Verdict};
 use super::sender::Sender;
 use super::subscriptions;
 use crate::clock::Clock;
+use crate::metrics::DeliveryOutcome;
 
 /// Deliveries one run claims at most; the rest wait for the next run.
 const BATCH: u64 = 64;
@@ -72,12 +73,21 @@ pub struct DeliveryReport {
 
 impl DeliveryReport {
     fn count(&mut self, verdict: Verdict) {
-        crate::metrics::webhook_deliveries(verdict, 1);
-        match verdict {
-            Verdict::Succeeded => self.succeeded += 1,
-            Verdict::RetryAt(_) => self.rescheduled += 1,
-            Verdict::Failed => self.failed += 1,
-        }
+        let outcome = match verdict {
+            Verdict::Succeeded => {
+                self.succeeded += 1;
+                DeliveryOutcome::Succeeded
+            }
+            Verdict::RetryAt(_) => {
+                self.rescheduled += 1;
+                DeliveryOutcome::Retried
+            }
+            Verdict::Failed => {
+                self.failed += 1;
+                DeliveryOutcome::Failed
+            }
+        };
+        crate::metrics::webhook_deliveries(outcome, 1);
     }
 }
 
@@ -249,7 +259,7 @@ impl Run<'_> {
             }) = reserved
             else {
                 subscriptions::fail_pending(self.db, subscription_id, self.clock.now()).await?;
-                crate::metrics::webhook_deliveries(Verdict::Failed, waiting.len());
+                crate::metrics::webhook_deliveries(DeliveryOutcome::Failed, waiting.len());
                 report.failed += waiting.len();
                 waiting.clear();
                 break;

@@ -24,7 +24,7 @@ use vitrina::config::DatabaseConfig;
 use vitrina::config::Settings;
 use vitrina::limits::Limits;
 use vitrina::seed::SeedOptions;
-use vitrina::server::AppState;
+use vitrina::state::AppState;
 
 use crate::fixtures::{
     insert_current_price, insert_product, insert_seller, insert_session, insert_submission,

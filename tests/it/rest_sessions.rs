@@ -14,7 +14,7 @@ use sea_orm::{
 use serde_json::{Value, json};
 use uuid::Uuid;
 use vitrina::clock::{Clock, ManualClock};
-use vitrina::server::AppState;
+use vitrina::state::AppState;
 
 use crate::fixtures::{
     insert_brand_snapshot, insert_category_snapshot, insert_current_price, insert_observation,

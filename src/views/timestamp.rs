@@ -1,4 +1,4 @@
-//! Scalars of our own: `DateTime` renders RFC 3339 in UTC with `Z`, exactly
+//! GraphQL's `DateTime` scalar: it renders RFC 3339 in UTC with `Z`, exactly
 //! like REST (async-graphql's built-in one writes `+00:00`).
 
 use async_graphql::{InputValueError, InputValueResult, Scalar, ScalarType, Value};

@@ -1,6 +1,11 @@
-//! The v1 JSON shapes, field for field as the specification documents them.
-//! Every shape forbids unknown fields in the OpenAPI document, so the
-//! contract test catches a field added or dropped by accident.
+//! The output shapes REST v1 and GraphQL share. REST serialises them as the
+//! v1 JSON, field for field as the specification documents them; GraphQL
+//! returns the same types wherever its objects have the same shape (prices,
+//! translations, seller statistics, catalog entries), with the `DateTime`
+//! scalar they need. Every shape forbids unknown fields in the OpenAPI
+//! document, so the contract test catches a field added or dropped by accident.
+
+mod timestamp;
 
 use std::collections::BTreeMap;
 
@@ -12,10 +17,13 @@ use serde_json::Value;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use crate::query::children::Shows;
 use crate::query::products::ProductView;
 use crate::query::sellers::SellerView;
 use crate::query::sessions::{SessionEntry, SessionStats, SessionView};
 use crate::query::snapshots::{BrandEntry, CategoryEntry};
+
+pub use timestamp::Timestamp;
 
 /// A value of a product attribute: text or a flag.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -98,15 +106,17 @@ pub struct PriceObservation {
 #[async_graphql::ComplexObject]
 impl PriceObservation {
     /// Observation time.
-    async fn recorded_at(&self) -> crate::graphql::Timestamp {
+    async fn recorded_at(&self) -> Timestamp {
         self.recorded_at.into()
     }
 }
 
+/// A price of child table `$entity` (current prices, the price history),
+/// which hold the same columns.
 macro_rules! price_observation_from {
-    ($model:ty) => {
-        impl From<$model> for PriceObservation {
-            fn from(p: $model) -> Self {
+    ($entity:ident) => {
+        impl From<entity::$entity::Model> for PriceObservation {
+            fn from(p: entity::$entity::Model) -> Self {
                 PriceObservation {
                     country_code: p.country_code,
                     region_code: p.region_code,
@@ -120,10 +130,27 @@ macro_rules! price_observation_from {
                 }
             }
         }
+
+        impl Shows<entity::$entity::Entity> for PriceObservation {
+            const FIELDS: &'static [(&'static str, &'static [entity::$entity::Column])] = {
+                use entity::$entity::Column::*;
+                &[
+                    ("countryCode", &[CountryCode]),
+                    ("regionCode", &[RegionCode]),
+                    ("userAuthStatus", &[UserAuthStatus]),
+                    ("price", &[Price]),
+                    ("oldPrice", &[OldPrice]),
+                    ("currency", &[Currency]),
+                    ("stockStatus", &[StockStatus]),
+                    ("stockQuantity", &[StockQuantity]),
+                    ("recordedAt", &[RecordedAt]),
+                ]
+            };
+        }
     };
 }
-price_observation_from!(entity::current_price::Model);
-price_observation_from!(entity::price_observation::Model);
+price_observation_from!(current_price);
+price_observation_from!(price_observation);
 
 /// A special (promotional) price range of one variant.
 #[derive(Debug, Clone, Serialize, ToSchema, SimpleObject)]
@@ -161,9 +188,22 @@ pub struct Translation {
 #[async_graphql::ComplexObject]
 impl Translation {
     /// When this translation was last seen.
-    async fn updated_at(&self) -> crate::graphql::Timestamp {
+    async fn updated_at(&self) -> Timestamp {
         self.updated_at.into()
     }
+}
+
+impl Shows<entity::special_price::Entity> for SpecialPrice {
+    const FIELDS: &'static [(&'static str, &'static [entity::special_price::Column])] = {
+        use entity::special_price::Column::*;
+        &[
+            ("countryCode", &[CountryCode]),
+            ("regionCode", &[RegionCode]),
+            ("userAuthStatus", &[UserAuthStatus]),
+            ("min", &[Min]),
+            ("max", &[Max]),
+        ]
+    };
 }
 
 impl From<entity::special_price::Model> for SpecialPrice {
@@ -176,6 +216,19 @@ impl From<entity::special_price::Model> for SpecialPrice {
             max: s.max,
         }
     }
+}
+
+impl Shows<entity::product_translation::Entity> for Translation {
+    const FIELDS: &'static [(&'static str, &'static [entity::product_translation::Column])] = {
+        use entity::product_translation::Column::*;
+        &[
+            ("language", &[Language]),
+            ("name", &[Name]),
+            ("categoryPath", &[CategoryPath]),
+            ("attributes", &[Attributes]),
+            ("updatedAt", &[UpdatedAt]),
+        ]
+    };
 }
 
 impl From<entity::product_translation::Model> for Translation {
@@ -509,3 +562,34 @@ envelope!(
     /// `GET /me/scrapes/{id}/products`
     SessionProductPage { data: Vec<SessionProduct>, meta: TotalMeta }
 );
+
+#[cfg(test)]
+mod tests {
+    use entity::{current_price, price_observation, product_translation, special_price};
+
+    use super::*;
+    use crate::query::children::every_column_shown;
+
+    /// A column no field declares would be read by no query, and answered
+    /// as a placeholder even when every field is asked.
+    #[test]
+    fn every_child_column_is_shown_by_a_field_or_orders_the_rows() {
+        use current_price::Column as Current;
+        use price_observation::Column as History;
+        use product_translation::Column as Translated;
+        use special_price::Column as Special;
+        every_column_shown::<PriceObservation, current_price::Entity>(
+            Current::ProductId,
+            &[Current::Id],
+        );
+        every_column_shown::<PriceObservation, price_observation::Entity>(
+            History::ProductId,
+            &[History::Id],
+        );
+        every_column_shown::<SpecialPrice, special_price::Entity>(
+            Special::ProductId,
+            &[Special::Id],
+        );
+        every_column_shown::<Translation, product_translation::Entity>(Translated::ProductId, &[]);
+    }
+}

@@ -1,0 +1,56 @@
+//! What resolvers reach through async-graphql's context: the request's
+//! caller, and the database and dataloaders through [`Reads`] only, whose
+//! futures are boxed (see `reads.rs`).
+
+use std::sync::Arc;
+
+use async_graphql::Context;
+
+use super::loaders::Loaders;
+use super::reads::Reads;
+use crate::accounts::Caller;
+use crate::state::AppState;
+
+/// One request's caller, state and dataloaders.
+pub struct RequestData {
+    state: AppState,
+    caller: Caller,
+    loaders: Loaders,
+}
+
+impl RequestData {
+    /// The data of a request by `caller`, with loaders of its own.
+    pub fn new(state: AppState, caller: Caller) -> Self {
+        let loaders = Loaders::new(&state.db);
+        RequestData {
+            state,
+            caller,
+            loaders,
+        }
+    }
+
+    /// The application state, for the transport, the extensions around
+    /// the resolvers and subscription streams (which outlive any field).
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    pub fn caller(&self) -> &Caller {
+        &self.caller
+    }
+}
+
+/// The caller of the request `ctx` belongs to.
+pub(super) fn caller<'a>(ctx: &Context<'a>) -> &'a Caller {
+    &data(ctx).caller
+}
+
+/// The database and the loaders of the request `ctx` belongs to.
+pub(super) fn reads<'a>(ctx: &Context<'a>) -> Reads<'a> {
+    let data = data(ctx);
+    Reads::new(&data.state.db, &data.loaders)
+}
+
+fn data<'a>(ctx: &Context<'a>) -> &'a RequestData {
+    ctx.data_unchecked::<Arc<RequestData>>()
+}

@@ -1,0 +1,304 @@
+//! GraphQL over HTTP and WebSocket: the routes, the handlers, and a
+//! request's way from admission through pricing to its response.
+//!
+//! Over HTTP: POST with JSON, GET for queries; the response is
+//! `application/graphql-response+json` when the client accepts it (then a
+//! request that cannot run is a 400), else `application/json`. Batching is
+//! off unless enabled. A request without a valid key is refused with HTTP 401
+//! and `extensions.code = "UNAUTHORIZED"`; every request counts against the
+//! per-minute rate limit.
+
+use std::sync::Arc;
+
+use async_graphql::http::ALL_WEBSOCKET_PROTOCOLS;
+use async_graphql::{BatchRequest, BatchResponse, Data, ParseRequestError};
+use async_graphql_axum::rejection::GraphQLRejection;
+use async_graphql_axum::{GraphQLBatchRequest, GraphQLProtocol, GraphQLWebSocket};
+use axum::Router;
+use axum::extract::WebSocketUpgrade;
+use axum::extract::ws::{CloseFrame, Message, close_code};
+use axum::extract::{FromRequest, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use futures_util::future::join_all;
+use futures_util::{SinkExt, StreamExt};
+
+use super::meter::Meter;
+use super::response::{accepts, api_error, request_error, respond};
+use super::{RequestData, Schemas, gql, limits};
+use crate::http::{ApiError, access};
+use crate::limits::RateDecision;
+use crate::state::AppState;
+
+/// What the GraphQL endpoints serve with: the application state, and the
+/// schemas that execute requests (built once per router).
+#[derive(Clone)]
+struct Endpoint {
+    state: AppState,
+    schemas: Arc<Schemas>,
+}
+
+/// `/graphql` and `/graphql/ws`.
+pub fn router(state: AppState) -> Router<AppState> {
+    let schemas = Arc::new(Schemas::new(&state.settings.graphql));
+    Router::new()
+        .route(
+            "/graphql",
+            get(get_graphql)
+                .post(post_graphql)
+                .fallback(|headers: HeaderMap| async move { wrong_method(&headers, "GET, POST") }),
+        )
+        .route(
+            "/graphql/ws",
+            get(subscribe)
+                .fallback(|headers: HeaderMap| async move { wrong_method(&headers, "GET") }),
+        )
+        .with_state(Endpoint { state, schemas })
+}
+
+/// A method the GraphQL endpoints do not take: a GraphQL error, as every
+/// other refusal there (axum would answer an empty 405).
+fn wrong_method(headers: &HeaderMap, allow: &'static str) -> Response {
+    api_error(headers, &ApiError::MethodNotAllowed { allow: Some(allow) })
+}
+
+/// Subscriptions over WebSocket. The key comes in the `Authorization` header
+/// of the upgrade request or, from browsers, in the `connection_init`
+/// payload (`{"Authorization": "Bearer <key>"}`); opening a connection counts
+/// as one request against the rate limit, and so does each operation sent
+/// on it (`response::OverWebSocket`). Once its key is revoked, the
+/// connection is closed with code 4403 and its subscriptions end; when the
+/// server shuts down, with 1001 (going away).
+async fn subscribe(
+    State(Endpoint { state, schemas }): State<Endpoint>,
+    headers: HeaderMap,
+    protocol: GraphQLProtocol,
+    upgrade: WebSocketUpgrade,
+) -> Response {
+    let schema = schemas.subscriptions.clone();
+    upgrade
+        .protocols(ALL_WEBSOCKET_PROTOCOLS)
+        .on_upgrade(move |socket| async move {
+            let revocations = state.revocations.clone();
+            let draining = state.draining.started();
+            let (admitted_tx, admitted) = tokio::sync::oneshot::channel();
+            let (mut sink, stream) = socket.split();
+            let served = GraphQLWebSocket::new_with_pair(&mut sink, stream, schema, protocol)
+                .on_connection_init(move |payload| async move {
+                    let mut headers = headers;
+                    if let Some(value) = payload
+                        .get("Authorization")
+                        .and_then(|v| v.as_str())
+                        .and_then(|v| HeaderValue::from_str(v).ok())
+                    {
+                        headers.insert(header::AUTHORIZATION, value);
+                    }
+                    let admission = access::admit(&state, &headers)
+                        .await
+                        .map_err(|(error, _)| gql(error))?;
+                    let _ = admitted_tx.send(admission.caller.key_id);
+                    let mut data = Data::default();
+                    data.insert(Arc::new(RequestData::new(state, admission.caller)));
+                    Ok(data)
+                })
+                .serve();
+            let revoked = async {
+                match admitted.await {
+                    Ok(key) => revocations.watch(key).revoked().await,
+                    // Never admitted: the protocol closes the socket.
+                    Err(_) => std::future::pending().await,
+                }
+            };
+            let close = tokio::select! {
+                () = served => return,
+                () = revoked => CloseFrame {
+                    code: 4403,
+                    reason: "The API key of this connection was revoked.".into(),
+                },
+                () = draining => CloseFrame {
+                    code: close_code::AWAY,
+                    reason: "The server is shutting down.".into(),
+                },
+            };
+            let _ = sink.send(Message::Close(Some(close))).await;
+        })
+}
+
+/// Browsers get GraphiQL; a query string is executed as a query.
+async fn get_graphql(State(endpoint): State<Endpoint>, headers: HeaderMap, uri: Uri) -> Response {
+    let query = uri.query().unwrap_or_default();
+    if query.is_empty() && accepts(&headers, "text/html") {
+        return Html(crate::web::graphiql::page(&endpoint.state)).into_response();
+    }
+    match async_graphql::http::parse_query_string(query) {
+        Ok(request) => execute(&endpoint, &headers, BatchRequest::Single(request)).await,
+        Err(e) => request_error(
+            &headers,
+            StatusCode::BAD_REQUEST,
+            &format!("Unreadable GraphQL request: {e}."),
+        ),
+    }
+}
+
+/// A POST body is JSON (the GraphQL-over-HTTP spec's `application/json`):
+/// anything else is refused with 415 before its body is read (a multipart
+/// body would otherwise be spooled as uploads).
+async fn post_graphql(
+    State(endpoint): State<Endpoint>,
+    request: axum::extract::Request,
+) -> Response {
+    let headers = request.headers().clone();
+    if !is_json(&headers) {
+        let error = ApiError::UnsupportedMediaType {
+            expected: "application/json",
+        };
+        return api_error(&headers, &error);
+    }
+    match GraphQLBatchRequest::from_request(request, &endpoint).await {
+        Ok(batch) => execute(&endpoint, &headers, batch.into_inner()).await,
+        // async-graphql-axum would answer in plain text.
+        Err(GraphQLRejection(ParseRequestError::PayloadTooLarge)) => {
+            api_error(&headers, &ApiError::PayloadTooLarge)
+        }
+        Err(GraphQLRejection(e)) => request_error(
+            &headers,
+            StatusCode::BAD_REQUEST,
+            &format!("Unreadable GraphQL request: {e}."),
+        ),
+    }
+}
+
+/// Whether the request's body is declared `application/json`.
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// Answers a request within its deadline; past it, the request's work
+/// (the key check, pricing, execution and the database statements they
+/// wait on) is dropped and it is answered `TIMEOUT`.
+async fn execute(endpoint: &Endpoint, headers: &HeaderMap, batch: BatchRequest) -> Response {
+    // JSON that is not a GraphQL request (`{}`, `[]`, `{"foo": 1}`)
+    // deserializes to requests without a query.
+    let empty = match &batch {
+        BatchRequest::Single(request) => request.query.is_empty(),
+        BatchRequest::Batch(requests) => {
+            requests.is_empty() || requests.iter().any(|r| r.query.is_empty())
+        }
+    };
+    if empty {
+        return request_error(
+            headers,
+            StatusCode::BAD_REQUEST,
+            "Not a GraphQL request: each request needs a non-empty query.",
+        );
+    }
+    let deadline = endpoint.schemas.limits.deadline;
+    let mut rate = None;
+    let answered =
+        tokio::time::timeout(deadline, answer(endpoint, headers, batch, &mut rate)).await;
+    let mut http = match answered {
+        Ok(Answered::Done(http)) => return http,
+        // Charged once the deadline no longer applies: the rows are sent,
+        // so they are paid for, and a charge is never cut half way.
+        Ok(Answered::Ran {
+            responses,
+            data,
+            single,
+        }) => {
+            let data = &data;
+            let charges = responses
+                .into_iter()
+                .map(|(response, meter)| async move { meter.charge(data, response).await });
+            let mut responses = join_all(charges).await;
+            let response = match single {
+                true => BatchResponse::Single(responses.pop().unwrap_or_default()),
+                false => BatchResponse::Batch(responses),
+            };
+            respond(headers, response)
+        }
+        Err(_) => api_error(headers, &limits::timeout(deadline)),
+    };
+    if let Some(rate) = &rate {
+        access::rate_headers(rate, http.headers_mut());
+    }
+    http
+}
+
+/// A request's work within its deadline.
+enum Answered {
+    /// Refused, or answered with nothing to charge: the response as sent.
+    Done(Response),
+    /// Ran, each response with what its metered lists read.
+    Ran {
+        responses: Vec<(async_graphql::Response, Arc<Meter>)>,
+        data: Arc<RequestData>,
+        single: bool,
+    },
+}
+
+/// Admits, prices and runs a request; `rate` is where the caller stands
+/// against the rate limit once admitted.
+async fn answer(
+    endpoint: &Endpoint,
+    headers: &HeaderMap,
+    batch: BatchRequest,
+    rate: &mut Option<RateDecision>,
+) -> Answered {
+    let Endpoint { state, schemas } = endpoint;
+    let (requests, single) = match batch {
+        BatchRequest::Single(request) => (vec![request], true),
+        BatchRequest::Batch(_) if !state.settings.graphql.batching => {
+            // The key first, as for any request: a caller without one
+            // learns only that.
+            if let Err(refusal) = access::admit(state, headers).await {
+                return Answered::Done(refused(headers, refusal));
+            }
+            return Answered::Done(request_error(
+                headers,
+                StatusCode::BAD_REQUEST,
+                "Batched requests are not enabled on this server.",
+            ));
+        }
+        BatchRequest::Batch(requests) => (requests, false),
+    };
+    // Queries the server has seen before (which only keyed requests put in
+    // the parse cache) are priced while the key is checked: pricing is CPU
+    // work, the key check a wait on the database. Others wait for the key,
+    // so a caller without one cannot make the server parse what it sends.
+    let known = requests.iter().all(|r| schemas.parsed.contains(&r.query));
+    let pricing = join_all(requests.into_iter().map(|r| schemas.price(r)));
+    let (admission, priced) = if known {
+        tokio::join!(access::admit(state, headers), pricing)
+    } else {
+        match access::admit(state, headers).await {
+            Ok(admission) => (Ok(admission), pricing.await),
+            Err(refusal) => (Err(refusal), Vec::new()),
+        }
+    };
+    let admission = match admission {
+        Ok(admission) => admission,
+        Err(refusal) => return Answered::Done(refused(headers, refusal)),
+    };
+    *rate = Some(admission.rate);
+    let data = Arc::new(RequestData::new(state.clone(), admission.caller));
+    let responses = join_all(priced.into_iter().map(|p| schemas.run(p, &data))).await;
+    Answered::Ran {
+        responses,
+        data,
+        single,
+    }
+}
+
+/// A request refused before it ran (no valid key, rate limited).
+fn refused(headers: &HeaderMap, (error, rate): access::Refusal) -> Response {
+    let mut response = api_error(headers, &error);
+    if let Some(rate) = rate {
+        access::rate_headers(&rate, response.headers_mut());
+    }
+    response
+}

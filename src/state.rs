@@ -1,0 +1,73 @@
+//! The application state every request handler reaches, and the two
+//! process-wide watches it holds: the server draining, and revoked keys.
+
+mod draining;
+pub mod revocations;
+
+pub use draining::Draining;
+
+use std::sync::Arc;
+
+use sea_orm::DatabaseConnection;
+
+use crate::clock::SharedClock;
+use crate::config::Settings;
+use crate::events::SessionEvents;
+use crate::limits::RateLimiter;
+use revocations::Revocations;
+
+/// What every request handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    pub db: DatabaseConnection,
+    pub clock: SharedClock,
+    /// Base address clients reach the service at, without a trailing slash.
+    pub public_url: String,
+    pub settings: Settings,
+    pub rate_limiter: Arc<RateLimiter>,
+    /// Live session progress for GraphQL subscriptions.
+    pub events: SessionEvents,
+    /// The keys of open WebSockets, watched for revocation.
+    pub revocations: Arc<Revocations>,
+    /// Under `serve --demo`: the demo key, filled into GraphiQL and the
+    /// dashboard (which is served only then).
+    pub demo_key: Option<String>,
+    /// Set once the server starts shutting down.
+    pub draining: Draining,
+}
+
+impl AppState {
+    pub fn new(
+        db: DatabaseConnection,
+        clock: SharedClock,
+        public_url: String,
+        settings: Settings,
+    ) -> Self {
+        AppState {
+            clock,
+            public_url,
+            rate_limiter: Arc::new(RateLimiter::new(
+                settings.limits.rate_per_minute,
+                &settings.redis,
+            )),
+            events: {
+                let events = SessionEvents::default();
+                events.listen(&db);
+                events
+            },
+            revocations: Revocations::start(&db),
+            db,
+            settings,
+            demo_key: None,
+            draining: Draining::default(),
+        }
+    }
+
+    /// The state of `serve --demo`, whose pages carry `key`.
+    pub fn with_demo_key(self, key: String) -> Self {
+        AppState {
+            demo_key: Some(key),
+            ..self
+        }
+    }
+}
