@@ -51,32 +51,41 @@ impl<T: ObjectType> OutputType for Inline<T> {
         ctx: &ContextSelectionSet<'_>,
         _field: &Positioned<Field>,
     ) -> ServerResult<Value> {
-        let mut fields = Vec::new();
-        collect::<T>(ctx, &ctx.item.node, &mut fields);
-        let answers = join_all(fields.into_iter().map(|field| async move {
-            let key = field.node.response_key().node.clone();
-            if field.node.name.node == "__typename" {
-                return Ok((key, Value::String(T::type_name().into_owned())));
-            }
-            let ctx_field = ctx.with_field(field);
-            let value = self.0.resolve_field(&ctx_field).await?;
-            Ok::<_, ServerError>((key, value.unwrap_or_default()))
-        }))
-        .await;
-        let mut object = IndexMap::with_capacity(answers.len());
-        for answer in answers {
-            match answer {
-                Ok((key, value)) => merge(&mut object, key, value),
-                // As async-graphql does: the error is reported, the field left out.
-                Err(error) => ctx.add_error(error),
-            }
-        }
-        Ok(if object.is_empty() {
-            Value::Null
-        } else {
-            Value::Object(object)
-        })
+        in_place(&self.0, ctx).await
     }
+}
+
+/// Resolves `object`'s fields in place (see the module): what [`Inline`]
+/// does, for a value it cannot own (a variant of an interface).
+pub async fn in_place<T: ObjectType>(
+    object: &T,
+    ctx: &ContextSelectionSet<'_>,
+) -> ServerResult<Value> {
+    let mut fields = Vec::new();
+    collect::<T>(ctx, &ctx.item.node, &mut fields);
+    let answers = join_all(fields.into_iter().map(|field| async move {
+        let key = field.node.response_key().node.clone();
+        if field.node.name.node == "__typename" {
+            return Ok((key, Value::String(T::type_name().into_owned())));
+        }
+        let ctx_field = ctx.with_field(field);
+        let value = object.resolve_field(&ctx_field).await?;
+        Ok::<_, ServerError>((key, value.unwrap_or_default()))
+    }))
+    .await;
+    let mut answer = IndexMap::with_capacity(answers.len());
+    for field in answers {
+        match field {
+            Ok((key, value)) => merge(&mut answer, key, value),
+            // As async-graphql does: the error is reported, the field left out.
+            Err(error) => ctx.add_error(error),
+        }
+    }
+    Ok(if answer.is_empty() {
+        Value::Null
+    } else {
+        Value::Object(answer)
+    })
 }
 
 /// A value of type `T` whose resolution is boxed. A list that can hold its

@@ -14,6 +14,7 @@ mod inline;
 mod limits;
 mod loaders;
 mod meter;
+mod node;
 mod order;
 mod page;
 mod parsed;

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use async_graphql::{Context, InputObject, Json, Lookahead, Object, Result, Value};
+use async_graphql::{Context, ID, InputObject, Json, Lookahead, Object, Result, Value};
 use entity::{Marketplace, TrustStatus, UserAuthStatus, product};
 use sea_orm::EntityTrait;
 use uuid::Uuid;
@@ -10,6 +10,7 @@ use uuid::Uuid;
 use super::connection::{self, Args, Conn};
 use super::error::gql;
 use super::inline::Inline;
+use super::node::GlobalId;
 use super::page::Page;
 use super::reads::Reads;
 use super::seller::Seller;
@@ -249,6 +250,10 @@ impl Product {
     /// Internal identifier; not a marketplace SKU.
     async fn id(&self) -> Uuid {
         self.0.id
+    }
+    /// Global id (Relay's `Node`): opaque, for `node(id:)`.
+    pub(super) async fn global_id(&self) -> ID {
+        GlobalId::Product(self.0.id).into()
     }
     /// One of the four supported marketplaces.
     async fn marketplace(&self) -> Marketplace {

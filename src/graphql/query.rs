@@ -1,11 +1,12 @@
 //! The query root: everything REST v1 exposes, with the same meaning.
 
-use async_graphql::{Context, Object, Result};
+use async_graphql::{Context, ID, Object, Result};
 use entity::Marketplace;
 use uuid::Uuid;
 
 use super::connection::Args;
 use super::inline::Inline;
+use super::node::{self, Found};
 use super::product::{
     PriceConnection, PriceHistoryFilterInput, Product, ProductConnection, price_connection,
     product_connection, read_with,
@@ -142,5 +143,22 @@ impl QueryRoot {
     /// The calling account and its own scrape sessions.
     async fn me(&self) -> Me {
         Me
+    }
+
+    /// The object a `globalId` names, as its own query finds it: null with
+    /// NOT_FOUND when unknown or another account's session;
+    /// INVALID_PARAMETER when `id` is not a global id.
+    async fn node(&self, ctx: &Context<'_>, id: ID) -> Result<Option<Found>> {
+        let found = node::fetch(ctx, std::slice::from_ref(&id)).await?;
+        Ok(found.into_iter().next())
+    }
+
+    /// The objects the `globalId`s name, in their order, each as `node`
+    /// answers it (an unknown one is null with NOT_FOUND); one statement
+    /// per type. At most 500 ids; INVALID_PARAMETER when one is not a
+    /// global id.
+    #[graphql(complexity = "node::nodes_cost(ids.len(), child_complexity)")]
+    async fn nodes(&self, ctx: &Context<'_>, ids: Vec<ID>) -> Result<Vec<Found>> {
+        node::fetch(ctx, &ids).await
     }
 }

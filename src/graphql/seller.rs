@@ -3,12 +3,15 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use async_graphql::{Context, Object, Result};
+use async_graphql::{Context, ID, Object, Result};
 use entity::{Marketplace, seller};
+use tokio::sync::OnceCell;
+use uuid::Uuid;
 
 use super::connection::{self, Args};
 use super::error::gql;
 use super::inline::Boxed;
+use super::node::GlobalId;
 use super::page::Page;
 use super::product::{Product, ProductConnection, ProductTotal, product_connection};
 use super::reads::Reads;
@@ -28,6 +31,24 @@ enum ProductCount {
     Known(i64),
     /// Counted when asked for, for every seller of the product page at once.
     OnDemand(Arc<Page>),
+    /// Counted when asked for, for every seller fetched with it at once.
+    Fetched(Arc<Fetched>),
+}
+
+/// Sellers fetched together by id (`nodes`), whose product counts are
+/// counted together.
+pub struct Fetched {
+    ids: Vec<Uuid>,
+    product_counts: OnceCell<HashMap<Uuid, i64>>,
+}
+
+impl Fetched {
+    pub fn new(ids: Vec<Uuid>) -> Arc<Fetched> {
+        Arc::new(Fetched {
+            ids,
+            product_counts: OnceCell::new(),
+        })
+    }
 }
 
 impl Seller {
@@ -46,11 +67,23 @@ impl Seller {
             product_count: ProductCount::OnDemand(page),
         }
     }
+
+    /// A seller fetched by id with the others of `fetched`.
+    pub fn fetched(model: seller::Model, fetched: Arc<Fetched>) -> Self {
+        Seller {
+            model,
+            product_count: ProductCount::Fetched(fetched),
+        }
+    }
 }
 
 /// A seller on one marketplace.
 #[Object]
 impl Seller {
+    /// Global id (Relay's `Node`): opaque, for `node(id:)`.
+    pub(super) async fn global_id(&self) -> ID {
+        GlobalId::Seller(self.model.id).into()
+    }
     /// One of the four supported marketplaces.
     async fn marketplace(&self) -> Marketplace {
         self.model.marketplace
@@ -91,13 +124,19 @@ impl Seller {
     }
     /// Products of this seller in the catalog.
     async fn product_count(&self, ctx: &Context<'_>) -> Result<i64> {
-        let page = match &self.product_count {
+        let reads = Reads::of(ctx);
+        let count = match &self.product_count {
             ProductCount::Known(n) => return Ok(*n),
-            ProductCount::OnDemand(page) => page,
+            ProductCount::OnDemand(page) => page.seller_product_count(reads, self.model.id).await,
+            ProductCount::Fetched(fetched) => reads
+                .load_once(
+                    &fetched.product_counts,
+                    |l| &l.seller_product_counts,
+                    &fetched.ids,
+                )
+                .await
+                .map(|counts| counts.get(&self.model.id).copied()),
         };
-        let count = page
-            .seller_product_count(Reads::of(ctx), self.model.id)
-            .await;
         // Sellers without products are absent from the grouped count.
         Ok(count.map_err(gql)?.unwrap_or(0))
     }

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use async_graphql::{Context, Object, Result};
+use async_graphql::{Context, ID, Object, Result};
 use entity::{SessionStatus, SubmissionStatus, product, scrape_session, submission};
 use uuid::Uuid;
 
@@ -11,6 +11,7 @@ use super::context::caller;
 use super::error::gql;
 use super::inline::Inline;
 use super::meter::Meter;
+use super::node::GlobalId;
 use super::page::{MergedProducts, Page};
 use super::product::{Product, ProductConnection, ProductTotal};
 use super::reads::Reads;
@@ -88,6 +89,11 @@ impl ScrapeSession {
     /// Scrape session id.
     async fn id(&self) -> Uuid {
         self.0.id
+    }
+    /// Global id (Relay's `Node`): opaque, for `node(id:)`, which finds
+    /// only the caller's own sessions.
+    pub(super) async fn global_id(&self) -> ID {
+        GlobalId::ScrapeSession(self.0.id).into()
     }
     /// Computed live from the submissions: completed once none is pending or
     /// processing (and there is at least one).

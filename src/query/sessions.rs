@@ -254,6 +254,23 @@ pub async fn session_for_account(
     owned_session(db, account_id, id).await
 }
 
+/// The account's sessions among `ids`, keyed by id, in one statement;
+/// another account's are absent, as unknown ones are.
+pub async fn sessions_for_account(
+    db: &impl ConnectionTrait,
+    account_id: Uuid,
+    ids: &[Uuid],
+) -> Result<HashMap<Uuid, scrape_session::Model>, DbErr> {
+    Ok(scrape_session::Entity::find()
+        .filter(super::one_of(db, scrape_session::Column::Id, ids))
+        .filter(scrape_session::Column::AccountId.eq(account_id))
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|s| (s.id, s))
+        .collect())
+}
+
 /// A keyset page of the submissions of one of the account's sessions (only
 /// those with a merged product when `merged_only`), and their total.
 pub async fn submissions_for_account(

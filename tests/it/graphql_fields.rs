@@ -123,7 +123,7 @@ async fn required_arguments(app: &TestApp, key: &str) -> BTreeMap<String, String
     let found = graphql::data(
         app,
         key,
-        "{ products(first: 100) { nodes { id marketplace specialPrices { min }
+        "{ products(first: 100) { nodes { id globalId marketplace specialPrices { min }
            translations { language } priceHistory(first: 1) { nodes { price } }
            seller { sellerId } } }
            me { scrapeSessions(first: 100) { nodes { id stats { merged } } } } }",
@@ -162,6 +162,8 @@ async fn required_arguments(app: &TestApp, key: &str) -> BTreeMap<String, String
         ),
         ("QueryRoot.categories.marketplace", marketplace.to_owned()),
         ("Me.scrapeSession.id", session["id"].to_string()),
+        ("QueryRoot.node.id", product["globalId"].to_string()),
+        ("QueryRoot.nodes.ids", format!("[{}]", product["globalId"])),
     ]
     .into_iter()
     .map(|(at, value)| (at.to_owned(), value))

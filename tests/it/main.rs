@@ -21,6 +21,7 @@ mod graphql_errors;
 mod graphql_fields;
 mod graphql_http;
 mod graphql_limits;
+mod graphql_node;
 mod graphql_reads;
 mod graphql_schema;
 mod graphql_sessions;
