@@ -221,6 +221,15 @@ pub struct WebhookConfig {
         value_parser = clap::value_parser!(u32).range(1..))]
     pub webhook_disable_after: u32,
 
+    /// Hours a rotated-out signing secret keeps signing deliveries, next to
+    /// the new one (0: it stops at once).
+    #[arg(
+        long,
+        env = "VITRINA_WEBHOOK_SECRET_OVERLAP_HOURS",
+        default_value_t = 24
+    )]
+    pub webhook_secret_overlap_hours: u32,
+
     /// DEVELOPMENT ONLY: allow http:// and private/loopback webhook targets.
     /// Off by default; a warning is logged when on.
     #[arg(
@@ -236,8 +245,16 @@ impl Default for WebhookConfig {
         WebhookConfig {
             webhook_timeout_ms: 5_000,
             webhook_disable_after: 15,
+            webhook_secret_overlap_hours: 24,
             webhook_allow_insecure_targets: false,
         }
+    }
+}
+
+impl WebhookConfig {
+    /// How long a rotated-out secret keeps signing.
+    pub fn secret_overlap(&self) -> chrono::TimeDelta {
+        chrono::TimeDelta::hours(i64::from(self.webhook_secret_overlap_hours))
     }
 }
 

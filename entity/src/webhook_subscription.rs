@@ -12,6 +12,10 @@ pub struct Model {
     pub target_url: String,
     /// The HMAC signing secret. Kept as is because every delivery is signed with it.
     pub secret: String,
+    /// The secret a rotation replaced, kept as is for the same reason: until
+    /// `previous_secret_expires_at` deliveries carry its signature too.
+    pub previous_secret: Option<String>,
+    pub previous_secret_expires_at: Option<DateTimeUtc>,
     pub status: SubscriptionStatus,
     pub consecutive_failures: i32,
     pub created_at: DateTimeUtc,

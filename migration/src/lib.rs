@@ -8,6 +8,7 @@ mod m20261122_000002_products_newest_desc;
 mod m20261123_000003_category_newest;
 mod m20261125_000004_submission_attempts;
 mod m20261125_000012_webhook_in_flight;
+mod m20261126_000013_webhook_secret_rotation;
 
 pub struct Migrator;
 
@@ -20,6 +21,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261123_000003_category_newest::Migration),
             Box::new(m20261125_000004_submission_attempts::Migration),
             Box::new(m20261125_000012_webhook_in_flight::Migration),
+            Box::new(m20261126_000013_webhook_secret_rotation::Migration),
         ]
     }
 }

@@ -11,6 +11,7 @@ use crate::accounts;
 use crate::clock::Clock;
 use crate::config::WebhookConfig;
 use crate::error::Error;
+use crate::webhooks::rotation;
 use crate::webhooks::subscriptions::{self, SubscriptionError};
 use crate::webhooks::target::TargetPolicy;
 
@@ -36,6 +37,14 @@ pub enum WebhooksCommand {
     },
     /// Disable a subscription by its id (final: it cannot be re-enabled).
     Disable { id: Uuid },
+    /// Give a subscription a new signing secret, printed once; the old one
+    /// keeps signing next to it for the overlap.
+    RotateSecret {
+        id: Uuid,
+        /// The overlap setting applies here.
+        #[command(flatten)]
+        config: WebhookConfig,
+    },
 }
 
 pub async fn run(
@@ -101,6 +110,22 @@ pub async fn run(
                 .await
                 .map_err(operator_error)?;
             println!("disabled {} ({})", disabled.id, disabled.target_url);
+        }
+        WebhooksCommand::RotateSecret { id, config } => {
+            let now = clock.now();
+            let overlap = config.secret_overlap();
+            let rotated = rotation::rotate_for_operator(conn, id, overlap, now)
+                .await
+                .map_err(operator_error)?;
+            println!(
+                "rotated the signing secret of {} ({})",
+                rotated.id, rotated.target_url
+            );
+            println!("{}", rotated.secret);
+            println!(
+                "(new signing secret, shown once: store it now; the old one also signs until {})",
+                (now + overlap).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+            );
         }
     }
     Ok(())

@@ -25,7 +25,8 @@ use crate::rest::openapi::BearerAuth;
         webhooks::list,
         webhooks::create,
         webhooks::disable,
-        webhooks::deliveries
+        webhooks::deliveries,
+        webhooks::rotate_secret
     ),
     modifiers(&BearerAuth),
 )]

@@ -1,12 +1,14 @@
 //! `GET/POST /extension/v1/webhooks`, `DELETE /extension/v1/webhooks/{id}`,
-//! `GET /extension/v1/webhooks/{id}/deliveries`: the settings page's webhook
-//! section. Every call is scoped to the caller's account; the signing secret
-//! appears only in the answer to the POST that creates it.
+//! `GET /extension/v1/webhooks/{id}/deliveries`,
+//! `POST /extension/v1/webhooks/{id}/rotate-secret`: the settings page's
+//! webhook section. Every call is scoped to the caller's account; a signing
+//! secret appears only in the answer to the POST that creates it (creating
+//! the subscription, or rotating its secret).
 
 use axum::extract::State;
 use axum::extract::rejection::JsonRejection;
 use axum::http::StatusCode;
-use axum::routing::{delete, get};
+use axum::routing::{delete, get, post};
 use axum::{Extension, Json, Router};
 use chrono::{DateTime, Utc};
 use entity::{DeliveryStatus, SubscriptionStatus, webhook_attempt, webhook_subscription};
@@ -20,6 +22,7 @@ use crate::http::error::ErrorBody;
 use crate::rest::params::{self, PathId};
 use crate::state::AppState;
 use crate::views::envelope;
+use crate::webhooks::rotation;
 use crate::webhooks::subscriptions::{self, DeliveryLog, SubscriptionError};
 use crate::webhooks::target::TargetPolicy;
 
@@ -28,6 +31,7 @@ pub fn router() -> Router<AppState> {
         .route("/webhooks", get(list).post(create))
         .route("/webhooks/{id}", delete(disable))
         .route("/webhooks/{id}/deliveries", get(deliveries))
+        .route("/webhooks/{id}/rotate-secret", post(rotate_secret))
 }
 
 envelope!(
@@ -41,6 +45,10 @@ envelope!(
 envelope!(
     /// `POST /webhooks`
     CreatedEnvelope { data: Created }
+);
+envelope!(
+    /// `POST /webhooks/{id}/rotate-secret`
+    RotatedEnvelope { data: Rotated }
 );
 envelope!(
     /// `GET /webhooks/{id}/deliveries`
@@ -80,6 +88,18 @@ pub struct Created {
     subscription: Subscription,
     /// Signs every delivery (HMAC-SHA256, see the `X-Service-Signature` header); shown only here.
     secret: String,
+}
+
+/// The answer to a rotation: the subscription, this once its new secret,
+/// and when the old secret stops signing.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Rotated {
+    #[serde(flatten)]
+    subscription: Subscription,
+    /// The new signing secret; shown only here.
+    secret: String,
+    /// Until then every delivery carries two `v1` signatures, with the new secret and then the old one.
+    previous_secret_expires_at: DateTime<Utc>,
 }
 
 /// One event sent to the subscription, with every attempt to send it.
@@ -256,5 +276,36 @@ pub async fn deliveries(
     let logs = subscriptions::deliveries(&state.db, caller.account_id, id).await?;
     Ok(Json(DeliveryList {
         data: logs.into_iter().map(Delivery::from).collect(),
+    }))
+}
+
+/// Replaces the subscription's signing secret: the new one is in the answer,
+/// shown only there. The old one keeps signing next to it for the overlap
+/// (24 hours unless configured otherwise).
+#[utoipa::path(post, operation_id = "rotateWebhookSecret", path = "/webhooks/{id}/rotate-secret", tag = "webhooks",
+    params(("id" = Uuid, Path, description = "The subscription")),
+    responses(
+        (status = 200, body = RotatedEnvelope),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "No such subscription of the caller's account"),
+        (status = 429, body = ErrorBody),
+    ),
+    security(("bearerAuth" = [])))]
+pub async fn rotate_secret(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    PathId(id): PathId,
+) -> Result<Json<RotatedEnvelope>, ApiError> {
+    let id = params::uuid(&id)?;
+    let now = state.clock.now();
+    let overlap = state.settings.webhooks.secret_overlap();
+    let rotated = rotation::rotate(&state.db, caller.account_id, id, overlap, now).await?;
+    let secret = rotated.secret.clone();
+    Ok(Json(RotatedEnvelope {
+        data: Rotated {
+            previous_secret_expires_at: now + overlap,
+            subscription: rotated.into(),
+            secret,
+        },
     }))
 }

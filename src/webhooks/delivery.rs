@@ -34,6 +34,7 @@ use uuid::Uuid;
 
 use super::allowance::{self, Reserved, Standing};
 use super::retry::{self, Outcome, Verdict};
+use super::rotation::signing_secrets;
 use super::sender::Sender;
 use super::subscriptions;
 use crate::clock::Clock;
@@ -293,7 +294,7 @@ impl Run<'_> {
             .sender
             .send(
                 &subscription.target_url,
-                &subscription.secret,
+                &signing_secrets(subscription, now),
                 &delivery,
                 now,
             )

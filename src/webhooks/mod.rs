@@ -17,12 +17,14 @@
 //! | `sender.rs` | the HTTP client and one signed POST |
 //! | `retry.rs` | what an attempt's outcome means: success, retry when, or failure |
 //! | `signature.rs` | secrets and the `X-Vitrina-Signature` header |
+//! | `rotation.rs` | secret rotation and the secrets in force during its overlap |
 //! | `target.rs` | which targets may be dialled (SSRF guard in the DNS resolver) |
 
 mod allowance;
 pub mod delivery;
 pub mod outbox;
 pub mod retry;
+pub mod rotation;
 pub mod sender;
 pub mod signature;
 pub mod subscriptions;

@@ -73,12 +73,12 @@ impl Sender {
         self.disable_after
     }
 
-    /// POSTs the stored body to `target_url`, signed at `now`. The response
-    /// body is never read.
+    /// POSTs the stored body to `target_url`, signed at `now` with each of
+    /// `secrets`. The response body is never read.
     pub async fn send(
         &self,
         target_url: &str,
-        secret: &str,
+        secrets: &[&str],
         delivery: &webhook_delivery::Model,
         now: DateTime<Utc>,
     ) -> Outcome {
@@ -95,7 +95,7 @@ impl Sender {
             .header(DELIVERY_HEADER, delivery.id.to_string())
             .header(
                 SIGNATURE_HEADER,
-                signature_header(secret, now.timestamp(), body),
+                signature_header(secrets, now.timestamp(), body),
             )
             .body(delivery.payload.clone())
             .send()

@@ -63,6 +63,8 @@ pub async fn create(
         account_id,
         target_url: url.to_string(),
         secret: generate_secret(),
+        previous_secret: None,
+        previous_secret_expires_at: None,
         status: SubscriptionStatus::Active,
         consecutive_failures: 0,
         created_at: now,

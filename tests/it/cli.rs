@@ -7,7 +7,7 @@ use migration::{Migrator, MigratorTrait};
 use sea_orm::{ActiveModelTrait, ActiveValue::Set};
 
 use crate::helpers::TestDb;
-use crate::helpers::cli::{assert_clean_failure, stderr, stdout, vitrina};
+use crate::helpers::cli::{assert_clean_failure, create_loopback_webhook, stderr, stdout, vitrina};
 use crate::serve::Serve;
 
 /// A database with every migration applied.
@@ -325,18 +325,7 @@ async fn migrate_logs_nothing_at_the_default_level() {
 async fn webhooks_create_with_the_insecure_switch_says_the_server_needs_it_too() {
     let db = migrated_db().await;
     create_key(&db, "acme");
-    let out = vitrina(
-        &db.url,
-        &[
-            "webhooks",
-            "create",
-            "--account",
-            "acme",
-            "--url",
-            "http://127.0.0.1:9/hook",
-            "--webhook-allow-insecure-targets",
-        ],
-    );
+    let out = create_loopback_webhook(&db.url, "acme");
     assert!(out.status.success(), "{out:?}");
     let said = stderr(&out);
     assert!(

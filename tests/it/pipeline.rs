@@ -644,6 +644,7 @@ async fn subscribe(app: &TestApp, key: &str, active: bool) -> Uuid {
         consecutive_failures: Set(0),
         created_at: Set(app.clock.now()),
         disabled_at: Set(None),
+        ..Default::default()
     }
     .insert(&app.db)
     .await

@@ -7,6 +7,7 @@ mod auto_disable;
 mod delivery;
 mod end_to_end;
 mod outbox;
+mod rotation;
 mod subscriptions;
 
 use chrono::{DateTime, TimeDelta, Utc};
@@ -52,6 +53,7 @@ fn dev_config() -> WebhookConfig {
     WebhookConfig {
         webhook_timeout_ms: 2_000,
         webhook_disable_after: 15,
+        webhook_secret_overlap_hours: 24,
         webhook_allow_insecure_targets: true,
     }
 }

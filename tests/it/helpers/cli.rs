@@ -12,6 +12,23 @@ pub fn vitrina(db_url: &str, args: &[&str]) -> Output {
         .expect("run vitrina")
 }
 
+/// `vitrina webhooks create` for `account` to a loopback target, which
+/// needs the insecure-targets switch.
+pub fn create_loopback_webhook(db_url: &str, account: &str) -> Output {
+    vitrina(
+        db_url,
+        &[
+            "webhooks",
+            "create",
+            "--account",
+            account,
+            "--url",
+            "http://127.0.0.1:9/hook",
+            "--webhook-allow-insecure-targets",
+        ],
+    )
+}
+
 pub fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }

@@ -42,6 +42,7 @@ async fn delivery_rechecks_the_target_and_never_dials_a_refused_one() {
             consecutive_failures: Set(0),
             created_at: Set(h.now()),
             disabled_at: Set(None),
+            ..Default::default()
         }
         .insert(&h.app.db)
         .await
