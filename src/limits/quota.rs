@@ -36,11 +36,30 @@ async fn limit_of(db: &impl ConnectionTrait, account_id: Uuid, default: i64) -> 
     Ok(account.and_then(|a| a.daily_quota).unwrap_or(default))
 }
 
-fn seconds_to_midnight(now: DateTime<Utc>) -> i64 {
-    let next = (now.date_naive() + chrono::Days::new(1))
+/// When the quota of `now`'s UTC day resets: the next UTC midnight.
+pub fn resets_at(now: DateTime<Utc>) -> DateTime<Utc> {
+    (now.date_naive() + chrono::Days::new(1))
         .and_time(NaiveTime::MIN)
-        .and_utc();
-    Ord::max((next - now).num_seconds(), 1)
+        .and_utc()
+}
+
+fn seconds_to_midnight(now: DateTime<Utc>) -> i64 {
+    Ord::max((resets_at(now) - now).num_seconds(), 1)
+}
+
+/// Where the account stands today, charging nothing.
+pub async fn standing(
+    db: &impl ConnectionTrait,
+    account_id: Uuid,
+    default_limit: i64,
+    now: DateTime<Utc>,
+) -> Result<QuotaCharge, DbErr> {
+    let limit = limit_of(db, account_id, default_limit).await?;
+    let used = used_on(db, account_id, now.date_naive()).await?;
+    Ok(QuotaCharge {
+        limit,
+        remaining: Ord::max(limit - used, 0),
+    })
 }
 
 /// Rows the account has used on `day`.

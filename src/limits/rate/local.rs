@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use uuid::Uuid;
 
-use super::{Counted, Window};
+use super::{Counted, Tally, Window};
 
 #[derive(Debug, Default)]
 pub(super) struct LocalWindows {
@@ -15,15 +15,21 @@ pub(super) struct LocalWindows {
 }
 
 impl LocalWindows {
-    pub(super) fn count(&self, account: Uuid, window: Window, limit: u32) -> Counted {
+    pub(super) fn tally(&self, account: Uuid, window: Window, limit: u32, tally: Tally) -> Counted {
         let mut windows = self.windows.lock().unwrap_or_else(|p| p.into_inner());
         let counted = windows.entry(account).or_insert((window.minute, 0));
         if counted.0 != window.minute {
             *counted = (window.minute, 0);
         }
-        let allowed = counted.1 < limit;
-        if allowed {
-            counted.1 += 1;
+        let used = &mut counted.1;
+        let allowed = match tally {
+            Tally::Count | Tally::Peek => *used < limit,
+            Tally::Refund => *used > 0,
+        };
+        match tally {
+            Tally::Count if allowed => *used += 1,
+            Tally::Refund if allowed => *used -= 1,
+            _ => {}
         }
         Counted {
             allowed,

@@ -28,6 +28,8 @@ pub struct RateDecision {
     pub reset_at: i64,
     /// Seconds until the window ends (at least 1).
     pub retry_after: i64,
+    /// Whether Redis tallied it (else this process did).
+    pub shared: bool,
 }
 
 /// The window a request falls in.
@@ -49,8 +51,29 @@ impl Window {
     }
 }
 
-/// A request counted in its window: whether it fit, and how many requests
-/// the window holds after it.
+/// What one call does to an account's window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tally {
+    /// Counts a request when it fits.
+    Count,
+    /// Only reads.
+    Peek,
+    /// Gives back a request counted before.
+    Refund,
+}
+
+impl Tally {
+    fn name(self) -> &'static str {
+        match self {
+            Tally::Count => "count",
+            Tally::Peek => "peek",
+            Tally::Refund => "refund",
+        }
+    }
+}
+
+/// A request tallied in its window: whether it fit (was counted, would be
+/// counted, was given back), and how many requests the window holds after.
 #[derive(Debug, Clone, Copy)]
 struct Counted {
     allowed: bool,
@@ -58,7 +81,7 @@ struct Counted {
 }
 
 impl Counted {
-    fn decision(self, limit: u32, window: Window) -> RateDecision {
+    fn decision(self, limit: u32, window: Window, shared: bool) -> RateDecision {
         let reset_at = (window.minute + 1) * 60;
         RateDecision {
             allowed: self.allowed,
@@ -66,6 +89,7 @@ impl Counted {
             remaining: limit.saturating_sub(self.used),
             reset_at,
             retry_after: (reset_at - window.at).max(1),
+            shared,
         }
     }
 }
@@ -99,12 +123,45 @@ impl RateLimiter {
 
     /// Counts one request of `account` at `now`; refused requests are not counted.
     pub async fn check(&self, account: Uuid, now: DateTime<Utc>) -> RateDecision {
-        let window = Window::of(now);
-        let shared = match &self.shared {
-            Some(shared) => shared.count(account, window, self.limit).await,
-            None => None,
+        self.tally(account, Window::of(now), Tally::Count).await
+    }
+
+    /// Where `account` stands at `now`, counting nothing; `allowed` says
+    /// whether one more request would fit.
+    pub async fn peek(&self, account: Uuid, now: DateTime<Utc>) -> RateDecision {
+        self.tally(account, Window::of(now), Tally::Peek).await
+    }
+
+    /// Gives back a request `counted` counted (one answered `304 Not
+    /// Modified`), in the window and the store that counted it: given back
+    /// elsewhere it would free a request that was never counted there.
+    pub async fn refund(&self, account: Uuid, counted: &RateDecision) -> RateDecision {
+        let window = Window {
+            minute: counted.reset_at.div_euclid(60) - 1,
+            at: counted.reset_at - counted.retry_after,
         };
-        let counted = shared.unwrap_or_else(|| self.local.count(account, window, self.limit));
-        counted.decision(self.limit, window)
+        if counted.shared {
+            // Redis not answering now only keeps the request counted.
+            if let Some(shared) = &self.shared
+                && let Some(refunded) = shared
+                    .tally(account, window, self.limit, Tally::Refund)
+                    .await
+            {
+                return refunded.decision(self.limit, window, true);
+            }
+            return *counted;
+        }
+        let refunded = self.local.tally(account, window, self.limit, Tally::Refund);
+        refunded.decision(self.limit, window, false)
+    }
+
+    async fn tally(&self, account: Uuid, window: Window, tally: Tally) -> RateDecision {
+        if let Some(shared) = &self.shared
+            && let Some(counted) = shared.tally(account, window, self.limit, tally).await
+        {
+            return counted.decision(self.limit, window, true);
+        }
+        let counted = self.local.tally(account, window, self.limit, tally);
+        counted.decision(self.limit, window, false)
     }
 }

@@ -1,6 +1,6 @@
 //! Rate windows in Redis, shared by every replica. One Lua script per request
 //! reads the account's window, counts the request when it fits and sets the
-//! key to expire, atomically, so replicas racing on one window never let more
+//! key to expire (or gives a request back, or only reads), atomically, so replicas racing on one window never let more
 //! than the limit through.
 //!
 //! Redis is asked with a deadline; a request it does not answer in time is
@@ -17,12 +17,24 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Client, ConnectionInfo, Script};
 use uuid::Uuid;
 
-use super::{Counted, Window};
+use super::{Counted, Tally, Window};
 
 /// KEYS[1]: the account's window; ARGV[1]: the limit; ARGV[2]: seconds the
-/// key lives after its first request. Answers {counted (0 or 1), used}.
-const COUNT_IF_UNDER_LIMIT: &str = r"
+/// key lives after its first request; ARGV[3]: the [`Tally`] (`count` counts
+/// the request when it fits, `peek` only reads, `refund` gives one back).
+/// Answers {allowed (0 or 1), used}.
+const TALLY: &str = r"
 local used = tonumber(redis.call('GET', KEYS[1]) or '0')
+local tally = ARGV[3]
+if tally == 'peek' then
+  return {used < tonumber(ARGV[1]) and 1 or 0, used}
+end
+if tally == 'refund' then
+  if used == 0 then
+    return {0, 0}
+  end
+  return {1, redis.call('DECR', KEYS[1])}
+end
 if used >= tonumber(ARGV[1]) then
   return {0, used}
 end
@@ -79,16 +91,22 @@ impl SharedWindows {
         let connection = client.get_connection_manager_lazy(config)?;
         Ok(SharedWindows {
             connection,
-            script: Script::new(COUNT_IF_UNDER_LIMIT),
+            script: Script::new(TALLY),
             address,
             timeout,
             outage: Mutex::default(),
         })
     }
 
-    /// Counts one request in Redis; `None` when Redis is resting or did not
-    /// answer in time, and the request must be counted locally.
-    pub(super) async fn count(&self, account: Uuid, window: Window, limit: u32) -> Option<Counted> {
+    /// Tallies one request in Redis; `None` when Redis is resting or did not
+    /// answer in time, and the request must be tallied locally.
+    pub(super) async fn tally(
+        &self,
+        account: Uuid,
+        window: Window,
+        limit: u32,
+        tally: Tally,
+    ) -> Option<Counted> {
         if self.resting() {
             return None;
         }
@@ -96,7 +114,7 @@ impl SharedWindows {
         let mut invocation = self
             .script
             .key(format!("vitrina:rate:{account}:{}", window.minute));
-        invocation.arg(limit).arg(KEY_TTL_SECS);
+        invocation.arg(limit).arg(KEY_TTL_SECS).arg(tally.name());
         let answer = invocation.invoke_async::<(i64, i64)>(&mut connection);
         match tokio::time::timeout(self.timeout, answer).await {
             Ok(Ok((counted, used))) => {
