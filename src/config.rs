@@ -315,6 +315,13 @@ pub struct HttpConfig {
     /// open are cut. No connection is accepted meanwhile.
     #[arg(long, env = "VITRINA_SHUTDOWN_GRACE_SECS", default_value_t = 30)]
     pub shutdown_grace_secs: u64,
+
+    /// Seconds a client may reuse an answer of `/v1/categories` or
+    /// `/v1/brands` without asking again (`Cache-Control: private,
+    /// max-age`): they change with the daily snapshot. Every other GET must
+    /// be revalidated (`no-cache`, with its ETag). 0 revalidates them too.
+    #[arg(long, env = "VITRINA_SNAPSHOT_MAX_AGE_SECS", default_value_t = 300)]
+    pub snapshot_max_age_secs: u64,
 }
 
 impl Default for HttpConfig {
@@ -326,6 +333,7 @@ impl Default for HttpConfig {
             http_idle_timeout_ms: 60_000,
             http_max_connections: None,
             shutdown_grace_secs: 30,
+            snapshot_max_age_secs: 300,
         }
     }
 }

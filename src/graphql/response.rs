@@ -14,6 +14,7 @@ use async_graphql::{BatchResponse, ServerError, ServerResult, ValidationResult, 
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures_util::stream::{BoxStream, StreamExt};
+use headers::ETag;
 use serde::Serialize;
 
 use super::RequestData;
@@ -21,7 +22,7 @@ use super::limits::{self, RequestLimits};
 use super::meter::Meter;
 use super::parsed;
 use super::pricing::Validated;
-use crate::http::{ApiError, access};
+use crate::http::{ApiError, access, conditional};
 
 const GRAPHQL_RESPONSE: &str = "application/graphql-response+json";
 
@@ -60,6 +61,23 @@ impl<'a> Body<'a> {
             extensions: &response.extensions,
         }
     }
+}
+
+/// The tag of an answer without errors, in the media type the client
+/// accepts (`http::conditional`); `extensions` are left out, since they
+/// report the caller's budget, which every request changes.
+pub fn tag(headers: &HeaderMap, response: &async_graphql::Response) -> Option<ETag> {
+    if !response.errors.is_empty() {
+        return None;
+    }
+    let mut representation = media_type(headers).as_bytes().to_vec();
+    let body = Body {
+        data: Some(&response.data),
+        errors: &[],
+        extensions: &BTreeMap::new(),
+    };
+    serde_json::to_writer(&mut representation, &body).ok()?;
+    conditional::tag(&representation)
 }
 
 /// Whether the request never reached execution (unparsable, or refused by

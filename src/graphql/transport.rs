@@ -25,8 +25,9 @@ use futures_util::future::join_all;
 use futures_util::{SinkExt, StreamExt};
 
 use super::meter::Meter;
-use super::response::{accepts, api_error, request_error, respond};
+use super::response::{self, accepts, api_error, request_error, respond};
 use super::{RequestData, Schemas, gql, limits};
+use crate::http::conditional::{is_fresh, mark, not_modified};
 use crate::http::{ApiError, access};
 use crate::limits::RateDecision;
 use crate::state::AppState;
@@ -132,7 +133,7 @@ async fn get_graphql(State(endpoint): State<Endpoint>, headers: HeaderMap, uri: 
         return Html(crate::web::graphiql::page(&endpoint.state)).into_response();
     }
     match async_graphql::http::parse_query_string(query) {
-        Ok(request) => execute(&endpoint, &headers, BatchRequest::Single(request)).await,
+        Ok(request) => execute(&endpoint, &headers, BatchRequest::Single(request), true).await,
         Err(e) => request_error(
             &headers,
             StatusCode::BAD_REQUEST,
@@ -156,7 +157,7 @@ async fn post_graphql(
         return api_error(&headers, &error);
     }
     match GraphQLBatchRequest::from_request(request, &endpoint).await {
-        Ok(batch) => execute(&endpoint, &headers, batch.into_inner()).await,
+        Ok(batch) => execute(&endpoint, &headers, batch.into_inner(), false).await,
         // async-graphql-axum would answer in plain text.
         Err(GraphQLRejection(ParseRequestError::PayloadTooLarge)) => {
             api_error(&headers, &ApiError::PayloadTooLarge)
@@ -180,8 +181,15 @@ fn is_json(headers: &HeaderMap) -> bool {
 
 /// Answers a request within its deadline; past it, the request's work
 /// (the key check, pricing, execution and the database statements they
-/// wait on) is dropped and it is answered `TIMEOUT`.
-async fn execute(endpoint: &Endpoint, headers: &HeaderMap, batch: BatchRequest) -> Response {
+/// wait on) is dropped and it is answered `TIMEOUT`. A `conditional`
+/// request (a GET) is tagged, and answered `304 Not Modified` for free when
+/// the client holds its answer already (`http::conditional`).
+async fn execute(
+    endpoint: &Endpoint,
+    headers: &HeaderMap,
+    batch: BatchRequest,
+    conditional: bool,
+) -> Response {
     // JSON that is not a GraphQL request (`{}`, `[]`, `{"foo": 1}`)
     // deserializes to requests without a query.
     let empty = match &batch {
@@ -210,16 +218,38 @@ async fn execute(endpoint: &Endpoint, headers: &HeaderMap, batch: BatchRequest) 
             data,
             single,
         }) => {
+            let tag = match responses.as_slice() {
+                [(response, _)] if conditional => response::tag(headers, response),
+                _ => None,
+            };
+            if let (Some(tag), Some(counted)) = (&tag, &rate)
+                && is_fresh(headers, tag)
+            {
+                // The client holds this answer: its rows are not sent, so
+                // not charged, and the request is given back.
+                let refunded = access::refund(&endpoint.state, data.caller(), counted).await;
+                let mut marked = HeaderMap::new();
+                mark(&mut marked, tag.clone());
+                let mut http = not_modified(&marked);
+                access::rate_headers(&refunded, http.headers_mut());
+                return http;
+            }
             let data = &data;
             let charges = responses
                 .into_iter()
                 .map(|(response, meter)| async move { meter.charge(data, response).await });
             let mut responses = join_all(charges).await;
+            // A refusal for the quota is no answer to keep.
+            let tag = tag.filter(|_| responses.iter().all(|r| r.errors.is_empty()));
             let response = match single {
                 true => BatchResponse::Single(responses.pop().unwrap_or_default()),
                 false => BatchResponse::Batch(responses),
             };
-            respond(headers, response)
+            let mut http = respond(headers, response);
+            if let Some(tag) = tag {
+                mark(http.headers_mut(), tag);
+            }
+            http
         }
         Err(_) => api_error(headers, &limits::timeout(deadline)),
     };

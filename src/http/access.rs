@@ -1,7 +1,7 @@
 //! Admission of a request: a valid API key, then the per-minute rate limit.
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -31,14 +31,18 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 /// Authenticates the key and counts the request against the rate limit.
 /// A refused request carries its rate headers in the error path too.
 pub async fn admit(state: &AppState, headers: &HeaderMap) -> Result<Admission, Refusal> {
-    let key = bearer(headers).ok_or((ApiError::Unauthorized, None))?;
-    let now = state.clock.now();
-    let caller = accounts::authenticate(&state.db, key, now)
-        .await
-        .map_err(|e| (ApiError::internal(e), None))?
-        .ok_or((ApiError::Unauthorized, None))?;
+    let caller = authenticate(state, headers).await.map_err(|e| (e, None))?;
     let rate = count(state, &caller).await?;
     Ok(Admission { caller, rate })
+}
+
+/// The caller whose valid key the request carries, counting nothing.
+pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Caller, ApiError> {
+    let key = bearer(headers).ok_or(ApiError::Unauthorized)?;
+    accounts::authenticate(&state.db, key, state.clock.now())
+        .await
+        .map_err(ApiError::internal)?
+        .ok_or(ApiError::Unauthorized)
 }
 
 /// Counts one request of an admitted caller against the per-minute rate
@@ -56,6 +60,12 @@ pub async fn count(state: &AppState, caller: &Caller) -> Result<RateDecision, Re
     Ok(rate)
 }
 
+/// Gives back the request `rate` counted for `caller`: it was answered
+/// `304 Not Modified`, which costs nothing.
+pub async fn refund(state: &AppState, caller: &Caller, rate: &RateDecision) -> RateDecision {
+    state.rate_limiter.refund(caller.account_id, rate).await
+}
+
 /// `X-RateLimit-Limit`, `-Remaining` and `-Reset` (Unix seconds when the window ends).
 pub fn rate_headers(rate: &RateDecision, headers: &mut HeaderMap) {
     for (name, value) in [
@@ -68,7 +78,10 @@ pub fn rate_headers(rate: &RateDecision, headers: &mut HeaderMap) {
 }
 
 /// Middleware for keyed routes: admits the caller, hands it to the handler as
-/// an extension, and adds the rate-limit headers to whatever is answered.
+/// an extension, and adds the rate-limit headers to whatever is answered. A
+/// request answered `304 Not Modified` is given back to the rate limit: it
+/// was counted when admitted, so a caller out of requests is refused before
+/// any work, as for any request.
 pub async fn require_key(
     State(state): State<AppState>,
     mut request: Request,
@@ -76,9 +89,14 @@ pub async fn require_key(
 ) -> Response {
     match admit(&state, request.headers()).await {
         Ok(admission) => {
+            let caller = admission.caller.clone();
             request.extensions_mut().insert(admission.caller);
             let mut response = next.run(request).await;
-            rate_headers(&admission.rate, response.headers_mut());
+            let rate = match response.status() {
+                StatusCode::NOT_MODIFIED => refund(&state, &caller, &admission.rate).await,
+                _ => admission.rate,
+            };
+            rate_headers(&rate, response.headers_mut());
             response
         }
         Err((error, rate)) => {

@@ -1,8 +1,9 @@
 //! What the HTTP surfaces (REST v1, GraphQL, the extension API) share: the
-//! error type that becomes a response, and admission of a caller (API key
-//! and per-minute rate limit).
+//! error type that becomes a response, admission of a caller (API key
+//! and per-minute rate limit), and conditional GETs.
 
 pub mod access;
+pub mod conditional;
 pub mod error;
 
 pub use access::{Admission, admit};

@@ -2,13 +2,14 @@
 
 use axum::Json;
 use axum::extract::State;
+use axum::http::{HeaderName, HeaderValue, header};
 use entity::Marketplace;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
 use super::params::{Params, names, one_of};
-use crate::http::ApiError;
 use crate::http::error::ErrorBody;
+use crate::http::{ApiError, conditional};
 use crate::query::snapshots;
 use crate::state::AppState;
 use crate::views::{BrandItem, BrandList, CategoryItem, CategoryList};
@@ -18,6 +19,14 @@ use crate::views::{BrandItem, BrandList, CategoryItem, CategoryList};
 pub struct MarketplaceQuery {
     #[param(value_type = Option<Marketplace>)]
     marketplace: Option<String>,
+}
+
+/// The `Cache-Control` of a snapshot's answer: it changes once a day.
+type Cached = [(HeaderName, HeaderValue); 1];
+
+fn cached(state: &AppState) -> Cached {
+    let secs = state.settings.http.snapshot_max_age_secs;
+    [(header::CACHE_CONTROL, conditional::max_age(secs))]
 }
 
 fn marketplace(value: Option<String>) -> Result<Option<Marketplace>, ApiError> {
@@ -40,13 +49,12 @@ fn marketplace(value: Option<String>) -> Result<Option<Marketplace>, ApiError> {
 pub async fn categories(
     State(state): State<AppState>,
     Params(q): Params<MarketplaceQuery>,
-) -> Result<Json<CategoryList>, ApiError> {
+) -> Result<(Cached, Json<CategoryList>), ApiError> {
     let marketplace = marketplace(q.marketplace)?
         .ok_or_else(|| ApiError::MissingParameter("marketplace is required".into()))?;
     let entries = snapshots::categories(&state.db, marketplace).await?;
-    Ok(Json(CategoryList {
-        data: entries.into_iter().map(CategoryItem::from).collect(),
-    }))
+    let data = entries.into_iter().map(CategoryItem::from).collect();
+    Ok((cached(&state), Json(CategoryList { data })))
 }
 
 /// Brands of one marketplace, or of all marketplaces without the parameter
@@ -61,9 +69,8 @@ pub async fn categories(
 pub async fn brands(
     State(state): State<AppState>,
     Params(q): Params<MarketplaceQuery>,
-) -> Result<Json<BrandList>, ApiError> {
+) -> Result<(Cached, Json<BrandList>), ApiError> {
     let entries = snapshots::brands(&state.db, marketplace(q.marketplace)?).await?;
-    Ok(Json(BrandList {
-        data: entries.into_iter().map(BrandItem::from).collect(),
-    }))
+    let data = entries.into_iter().map(BrandItem::from).collect();
+    Ok((cached(&state), Json(BrandList { data })))
 }

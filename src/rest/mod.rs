@@ -13,7 +13,7 @@ use axum::Router;
 use axum::middleware;
 use axum::routing::get;
 
-use crate::http::{ApiError, access};
+use crate::http::{ApiError, access, conditional};
 use crate::state::AppState;
 
 /// The v1 routes, to be nested under `/v1`.
@@ -29,10 +29,13 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/me/scrapes/{id}", get(scrapes::get))
         .route("/me/scrapes/{id}/products", get(scrapes::products))
         .method_not_allowed_fallback(method_not_allowed)
+        // Inside the key check, which gives back the request of a 304.
+        .route_layer(middleware::from_fn(conditional::revalidate))
         .route_layer(middleware::from_fn_with_state(state, access::require_key));
     Router::new()
         .route("/openapi.json", get(openapi::document))
         .method_not_allowed_fallback(method_not_allowed)
+        .route_layer(middleware::from_fn(conditional::revalidate))
         .merge(authenticated)
 }
 

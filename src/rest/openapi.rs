@@ -5,9 +5,12 @@ use std::sync::OnceLock;
 
 use axum::http::header;
 use axum::response::IntoResponse;
-use utoipa::openapi::RefOr;
-use utoipa::openapi::schema::{Schema, SchemaType, Type};
+use utoipa::openapi::header::HeaderBuilder;
+use utoipa::openapi::path::{ParameterBuilder, ParameterIn};
+use utoipa::openapi::response::ResponseBuilder;
+use utoipa::openapi::schema::{Object, Schema, SchemaType, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{RefOr, Required};
 use utoipa::{Modify, OpenApi};
 
 use super::{catalog, products, scrapes, sellers};
@@ -66,6 +69,60 @@ impl Modify for TextParameters {
     }
 }
 
+/// Documents conditional requests (`http::conditional`) on every GET: the
+/// `If-None-Match` parameter, the `ETag` and `Cache-Control` of a 200, and
+/// the 304 that answers a tag the client holds.
+pub struct ConditionalRequests;
+
+impl Modify for ConditionalRequests {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let if_none_match = ParameterBuilder::new()
+            .name("If-None-Match")
+            .parameter_in(ParameterIn::Header)
+            .required(Required::False)
+            .description(Some(
+                "ETags of answers the client holds; when one is this answer's, it is 304 \
+                 Not Modified, which costs no rate limit and no quota.",
+            ))
+            .schema(Some(Object::with_type(Type::String)))
+            .build();
+        let header = |description: &str| {
+            HeaderBuilder::new()
+                .schema(Object::with_type(Type::String))
+                .description(Some(description))
+                .build()
+        };
+        let etag = header("Weak tag of this answer, for If-None-Match.");
+        let cache_control = header(
+            "`private, no-cache` (revalidate with the ETag), or `private, max-age=N` for the \
+             daily snapshots.",
+        );
+        let not_modified = ResponseBuilder::new()
+            .description("The answer the client holds (If-None-Match) is current; no body.")
+            .header("ETag", etag.clone())
+            .header("Cache-Control", cache_control.clone())
+            .build();
+        let operations = openapi
+            .paths
+            .paths
+            .values_mut()
+            .flat_map(|item| &mut item.get);
+        for operation in operations {
+            operation
+                .parameters
+                .get_or_insert_with(Vec::new)
+                .push(if_none_match.clone());
+            let responses = &mut operation.responses.responses;
+            if let Some(RefOr::T(ok)) = responses.get_mut("200") {
+                ok.headers.insert("ETag".into(), etag.clone());
+                ok.headers
+                    .insert("Cache-Control".into(), cache_control.clone());
+            }
+            responses.insert("304".into(), RefOr::T(not_modified.clone()));
+        }
+    }
+}
+
 #[derive(OpenApi)]
 #[openapi(
     info(
@@ -74,14 +131,16 @@ impl Modify for TextParameters {
         description = "Read-only marketplace product data. Every endpoint needs `Authorization: Bearer <API_KEY>`. \
             Errors are `{\"error\": {\"code\", \"message\"}}`. `page` and `page_size` never fail: invalid values \
             fall back to 1 and 100. Every response carries X-RateLimit-Limit, X-RateLimit-Remaining and \
-            X-RateLimit-Reset (Unix seconds when the minute window ends)."
+            X-RateLimit-Reset (Unix seconds when the minute window ends). Every successful GET carries an \
+            ETag; sent back in If-None-Match, an unchanged answer is 304 Not Modified, which counts against \
+            neither the rate limit nor the quota."
     ),
     servers((url = "/v1")),
     paths(
         products::list, products::get, products::price_history, sellers::find,
         catalog::categories, catalog::brands, scrapes::list, scrapes::get, scrapes::products,
     ),
-    modifiers(&BearerAuth, &TextParameters),
+    modifiers(&BearerAuth, &TextParameters, &ConditionalRequests),
 )]
 pub struct ApiDoc;
 

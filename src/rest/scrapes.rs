@@ -2,16 +2,17 @@
 //! the calling account's own scrape sessions.
 
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderName, HeaderValue};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
+use headers::HeaderMapExt;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
 use super::params::{self, Params, PathId};
 use crate::accounts::Caller;
-use crate::http::ApiError;
 use crate::http::error::ErrorBody;
+use crate::http::{ApiError, conditional};
 use crate::limits::{QuotaOutcome, quota};
 use crate::query::{Page, sessions};
 use crate::state::AppState;
@@ -83,12 +84,32 @@ pub async fn products(
     Extension(caller): Extension<Caller>,
     PathId(id): PathId,
     Params(q): Params<PageQuery>,
+    headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let id = params::uuid(&id)?;
     let page = Page::clamped(q.page, q.page_size);
     let (entries, total) =
         sessions::entries_for_account(&state.db, caller.account_id, id, page).await?;
     let rows = entries.iter().filter(|e| e.product.is_some()).count() as i64;
+    let body = SessionProductPage {
+        data: entries.into_iter().map(SessionProduct::from).collect(),
+        meta: TotalMeta {
+            total,
+            page: page.page,
+            page_size: page.page_size,
+        },
+    };
+    let body = serde_json::to_vec(&body).map_err(ApiError::internal)?;
+    // Tagged here, not by `conditional::revalidate`: a client that holds
+    // these rows already is answered 304 before they are charged.
+    let tag = conditional::tag(&body);
+    if let Some(tag) = &tag
+        && conditional::is_fresh(&headers, tag)
+    {
+        let mut marked = HeaderMap::new();
+        conditional::mark(&mut marked, tag.clone());
+        return Ok(conditional::not_modified(&marked));
+    }
     let outcome = quota::charge(
         &state.db,
         caller.account_id,
@@ -109,15 +130,11 @@ pub async fn products(
             return Ok(response);
         }
     };
-    let body = SessionProductPage {
-        data: entries.into_iter().map(SessionProduct::from).collect(),
-        meta: TotalMeta {
-            total,
-            page: page.page,
-            page_size: page.page_size,
-        },
-    };
-    let mut response = Json(body).into_response();
+    let json = HeaderValue::from_static("application/json");
+    let mut response = ([(header::CONTENT_TYPE, json)], body).into_response();
+    if let Some(tag) = tag {
+        response.headers_mut().typed_insert(tag);
+    }
     quota_headers(response.headers_mut(), limit, remaining);
     Ok(response)
 }

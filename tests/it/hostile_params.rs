@@ -429,6 +429,9 @@ async fn endpoints(w: &World) -> Vec<Endpoint> {
                 .as_array()
                 .into_iter()
                 .flatten()
+                // HTTP's own headers (If-None-Match) are not ours to refuse:
+                // one that does not parse is no match (`conditional.rs`).
+                .filter(|p| p["in"] != "header")
                 .map(|p| Parameter {
                     name: p["name"].as_str().expect("name").to_owned(),
                     in_path: p["in"] == "path",

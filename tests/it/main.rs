@@ -11,6 +11,7 @@ mod helpers;
 
 mod cli;
 mod cli_errors;
+mod conditional;
 mod connections;
 mod foundation;
 mod graphql_batching;
