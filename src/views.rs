@@ -510,6 +510,38 @@ pub struct TotalMeta {
     pub page_size: u64,
 }
 
+/// Where the caller stands against one of its limits.
+#[derive(Debug, Clone, Serialize, ToSchema, SimpleObject)]
+#[serde(deny_unknown_fields)]
+#[graphql(complex)]
+pub struct Allowance {
+    /// The most the limit allows in its window.
+    pub limit: i64,
+    /// What is left of it now.
+    pub remaining: i64,
+    /// When the window ends and `remaining` is back to `limit`.
+    #[graphql(skip)]
+    pub reset_at: DateTime<Utc>,
+}
+
+#[async_graphql::ComplexObject]
+impl Allowance {
+    /// When the window ends and `remaining` is back to `limit`.
+    async fn reset_at(&self) -> Timestamp {
+        self.reset_at.into()
+    }
+}
+
+/// `data` of `GET /rate_limit`: both limits, read without counting.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Standing {
+    /// Requests this minute (every endpoint).
+    pub rate_limit: Allowance,
+    /// Rows with a product today (metered endpoints and fields).
+    pub quota: Allowance,
+}
+
 /// Declares a response envelope: `{data: ...}` or `{data: ..., meta: ...}`.
 /// Concrete types (not generics) so each gets its own named schema.
 macro_rules! envelope {
@@ -561,6 +593,10 @@ envelope!(
 envelope!(
     /// `GET /me/scrapes/{id}/products`
     SessionProductPage { data: Vec<SessionProduct>, meta: TotalMeta }
+);
+envelope!(
+    /// `GET /rate_limit`
+    StandingEnvelope { data: Standing }
 );
 
 #[cfg(test)]

@@ -1,15 +1,18 @@
 //! What resolvers reach through async-graphql's context: the request's
-//! caller, and the database and dataloaders through [`Reads`] only, whose
-//! futures are boxed (see `reads.rs`).
+//! caller, where it stands against its limits, and the database and
+//! dataloaders through [`Reads`] only, whose futures are boxed (see `reads.rs`).
 
 use std::sync::Arc;
 
 use async_graphql::Context;
 
 use super::loaders::Loaders;
-use super::reads::Reads;
+use super::reads::{Boxed, Reads};
 use crate::accounts::Caller;
+use crate::http::{ApiError, access};
+use crate::limits::RateDecision;
 use crate::state::AppState;
+use crate::views::Allowance;
 
 /// One request's caller, state and dataloaders.
 pub struct RequestData {
@@ -49,6 +52,18 @@ pub(super) fn caller<'a>(ctx: &Context<'a>) -> &'a Caller {
 pub(super) fn reads<'a>(ctx: &Context<'a>) -> Reads<'a> {
     let data = data(ctx);
     Reads::new(&data.state.db, &data.loaders)
+}
+
+/// Where the caller of `ctx` stands against the rate limit, counting nothing.
+pub(super) fn rate_limit<'a>(ctx: &Context<'a>) -> Boxed<'a, RateDecision> {
+    let data = data(ctx);
+    Box::pin(access::rate_standing(&data.state, &data.caller))
+}
+
+/// Where the caller of `ctx` stands against the daily quota, charging nothing.
+pub(super) fn quota<'a>(ctx: &Context<'a>) -> Boxed<'a, Result<Allowance, ApiError>> {
+    let data = data(ctx);
+    Box::pin(access::quota_standing(&data.state, &data.caller))
 }
 
 fn data<'a>(ctx: &Context<'a>) -> &'a RequestData {

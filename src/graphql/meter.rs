@@ -13,9 +13,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_graphql::{Context, PathSegment, Pos, Response, ServerError, Value};
 use axum::http::HeaderValue;
 
+use super::cost::QuotaCharged;
 use super::{RequestData, gql};
 use crate::http::ApiError;
 use crate::limits::{QuotaOutcome, quota};
+use crate::views::Allowance;
 
 /// The rows one operation's metered fields read.
 #[derive(Default)]
@@ -50,20 +52,33 @@ impl Meter {
 
     /// Charges what the operation read, once; a response over the quota
     /// becomes a refusal without data. Metered responses carry the quota
-    /// headers REST's metered endpoint sets.
-    pub async fn charge(&self, data: &RequestData, mut response: Response) -> Response {
+    /// headers REST's metered endpoint sets, and what the charge did.
+    pub async fn charge(
+        &self,
+        data: &RequestData,
+        mut response: Response,
+    ) -> (Response, Option<QuotaCharged>) {
         let Some(metered) = self.lock().take() else {
-            return response;
+            return (response, None);
         };
         let state = data.state();
         let limit = state.settings.limits.daily_quota;
         let account = data.caller().account_id;
-        let outcome =
-            quota::charge(&state.db, account, metered.rows, limit, state.clock.now()).await;
-        let refusal = match outcome {
+        let now = state.clock.now();
+        let outcome = quota::charge(&state.db, account, metered.rows, limit, now).await;
+        let charged = |charged, limit, remaining| QuotaCharged {
+            charged,
+            after: Allowance {
+                limit,
+                remaining,
+                reset_at: quota::resets_at(now),
+            },
+        };
+        let (refusal, report) = match outcome {
             Ok(QuotaOutcome::Charged(charge)) => {
                 quota_headers(&mut response, charge.limit, charge.remaining);
-                return response;
+                let report = charged(metered.rows, charge.limit, charge.remaining);
+                return (response, Some(report));
             }
             Ok(QuotaOutcome::Exceeded {
                 limit,
@@ -71,15 +86,16 @@ impl Meter {
                 retry_after,
             }) => {
                 quota_headers(&mut response, limit, remaining);
-                ApiError::QuotaExceeded { retry_after }
+                let report = charged(0, limit, remaining);
+                (ApiError::QuotaExceeded { retry_after }, Some(report))
             }
-            Err(e) => ApiError::internal(e),
+            Err(e) => (ApiError::internal(e), None),
         };
         let mut error = gql(refusal).into_server_error(metered.pos);
         error.path = metered.path;
         response.data = Value::Null;
         response.errors = vec![error];
-        response
+        (response, report)
     }
 
     /// Forgets what an operation that was cut off read: it sends no rows.

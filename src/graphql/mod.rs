@@ -9,6 +9,7 @@
 mod codes;
 mod connection;
 mod context;
+mod cost;
 mod error;
 mod inline;
 mod limits;

@@ -5,6 +5,8 @@ use entity::Marketplace;
 use uuid::Uuid;
 
 use super::connection::Args;
+use super::context;
+use super::gql;
 use super::inline::Inline;
 use super::node::{self, Found};
 use super::product::{
@@ -14,10 +16,11 @@ use super::product::{
 use super::reads::Reads;
 use super::seller::Seller;
 use super::session::Me;
+use crate::http::access;
 use crate::query::products::ProductFilter;
 use crate::query::sellers::SellerLookup;
 use crate::query::{QueryError, products, sellers, snapshots};
-use crate::views::{BrandItem, CategoryItem};
+use crate::views::{Allowance, BrandItem, CategoryItem};
 
 pub struct QueryRoot;
 
@@ -143,6 +146,19 @@ impl QueryRoot {
     /// The calling account and its own scrape sessions.
     async fn me(&self) -> Me {
         Me
+    }
+
+    /// Where the caller stands against the per-minute rate limit, this
+    /// request counted. Free, as REST's `GET /v1/rate_limit`.
+    async fn rate_limit(&self, ctx: &Context<'_>) -> Allowance {
+        access::allowance(&context::rate_limit(ctx).await)
+    }
+
+    /// Where the caller stands against the daily quota in rows, before the
+    /// rows this request reads (`extensions.cost.quota` reports after).
+    /// Free, as REST's `GET /v1/rate_limit`.
+    async fn quota(&self, ctx: &Context<'_>) -> Result<Allowance> {
+        context::quota(ctx).await.map_err(gql)
     }
 
     /// The object a `globalId` names, as its own query finds it: null with

@@ -3,7 +3,7 @@
 //! the quota, error codes and cost of responses sent over the WebSocket.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_graphql::extensions::{
     Extension, ExtensionContext, ExtensionFactory, NextExecute, NextParseQuery, NextPrepareRequest,
@@ -17,12 +17,13 @@ use futures_util::stream::{BoxStream, StreamExt};
 use headers::ETag;
 use serde::Serialize;
 
-use super::RequestData;
 use super::limits::{self, RequestLimits};
 use super::meter::Meter;
 use super::parsed;
 use super::pricing::Validated;
+use super::{RequestData, cost};
 use crate::http::{ApiError, access, conditional};
+use crate::limits::RateDecision;
 
 const GRAPHQL_RESPONSE: &str = "application/graphql-response+json";
 
@@ -94,7 +95,7 @@ fn request_failed(response: &async_graphql::Response) -> bool {
 /// to the same limits, a query runs within the same deadline, the daily
 /// quota is charged for its metered lists at once ([`Meter`]), each error
 /// carries an `extensions.code` and each response the request's cost in
-/// `extensions.analyzer`. A subscription's every update is charged as a
+/// `extensions.analyzer` and `extensions.cost` (`cost.rs`). A subscription's every update is charged as a
 /// response of its own.
 pub struct OverWebSocket(pub RequestLimits);
 
@@ -103,6 +104,7 @@ impl ExtensionFactory for OverWebSocket {
         Arc::new(OverWebSocketExtension {
             validated: Validated::new(self.0),
             meter: Arc::default(),
+            rate: Arc::default(),
         })
     }
 }
@@ -110,6 +112,8 @@ impl ExtensionFactory for OverWebSocket {
 struct OverWebSocketExtension {
     validated: Validated,
     meter: Arc<Meter>,
+    /// Where the caller stood once this operation was counted.
+    rate: Arc<Mutex<Option<RateDecision>>>,
 }
 
 #[async_trait::async_trait]
@@ -125,9 +129,10 @@ impl Extension for OverWebSocketExtension {
         let data = ctx
             .data_opt::<Arc<RequestData>>()
             .ok_or_else(|| server_error(&ApiError::Unauthorized))?;
-        access::count(data.state(), data.caller())
+        let rate = access::count(data.state(), data.caller())
             .await
             .map_err(|(error, _)| server_error(&error))?;
+        *lock(&self.rate) = Some(rate);
         let mut request = request.data(self.meter.clone());
         // Parsed here, as the parse cache parses over HTTP, so that a
         // document that does not parse is coded by why.
@@ -181,21 +186,27 @@ impl Extension for OverWebSocketExtension {
         // The stream validates its request when first polled, after this.
         let validated = self.validated.clone();
         let meter = self.meter.clone();
+        let rate = self.rate.clone();
         // The connection's caller, which every operation on it runs as.
         let data = ctx.data_opt::<Arc<RequestData>>().cloned();
         next.run(ctx, stream)
             .then(move |response| {
                 let (validated, meter, data) = (validated.clone(), meter.clone(), data.clone());
+                let rate = *lock(&rate);
                 async move {
-                    let mut response = match &data {
+                    let (mut response, quota) = match &data {
                         Some(data) => meter.charge(data, response).await,
-                        None => response,
+                        None => (response, None),
                     };
                     validated.code_rest(&mut response.errors);
-                    match validated.cost() {
-                        Some(cost) => response.extension("analyzer", cost),
-                        None => response,
+                    if let Some(analyzer) = validated.cost() {
+                        response.extensions.insert("analyzer".to_owned(), analyzer);
                     }
+                    if let Some(rate) = &rate {
+                        let limits = validated.limits();
+                        cost::report(&mut response, limits, rate, quota.as_ref());
+                    }
+                    response
                 }
             })
             .boxed()
@@ -230,6 +241,13 @@ pub fn respond(headers: &HeaderMap, response: BatchResponse) -> Response {
     // Headers resolvers set, such as the quota of metered fields.
     http.headers_mut().extend(response.http_headers());
     http
+}
+
+/// One operation's value: a poisoned lock still holds a whole value.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// A refusal as a GraphQL error with its code (and `retryAfter`).

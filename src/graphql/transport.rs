@@ -26,7 +26,7 @@ use futures_util::{SinkExt, StreamExt};
 
 use super::meter::Meter;
 use super::response::{self, accepts, api_error, request_error, respond};
-use super::{RequestData, Schemas, gql, limits};
+use super::{RequestData, Schemas, cost, gql, limits};
 use crate::http::conditional::{is_fresh, mark, not_modified};
 use crate::http::{ApiError, access};
 use crate::limits::RateDecision;
@@ -234,10 +234,15 @@ async fn execute(
                 access::rate_headers(&refunded, http.headers_mut());
                 return http;
             }
-            let data = &data;
-            let charges = responses
-                .into_iter()
-                .map(|(response, meter)| async move { meter.charge(data, response).await });
+            let (data, limits) = (&data, &endpoint.schemas.limits);
+            let rate = rate.as_ref();
+            let charges = responses.into_iter().map(|(response, meter)| async move {
+                let (mut response, quota) = meter.charge(data, response).await;
+                if let Some(rate) = rate {
+                    cost::report(&mut response, limits, rate, quota.as_ref());
+                }
+                response
+            });
             let mut responses = join_all(charges).await;
             // A refusal for the quota is no answer to keep.
             let tag = tag.filter(|_| responses.iter().all(|r| r.errors.is_empty()));

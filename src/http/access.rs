@@ -1,14 +1,17 @@
-//! Admission of a request: a valid API key, then the per-minute rate limit.
+//! Admission of a request: a valid API key, then the per-minute rate limit;
+//! and where a caller stands against its limits.
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use chrono::DateTime;
 
 use super::ApiError;
 use crate::accounts::{self, Caller};
-use crate::limits::RateDecision;
+use crate::limits::{RateDecision, quota};
 use crate::state::AppState;
+use crate::views::Allowance;
 
 /// An admitted caller and where it stands against the rate limit.
 #[derive(Debug, Clone)]
@@ -43,6 +46,33 @@ pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Calle
         .await
         .map_err(ApiError::internal)?
         .ok_or(ApiError::Unauthorized)
+}
+
+/// Where `caller` stands against the per-minute rate limit, counting nothing.
+pub async fn rate_standing(state: &AppState, caller: &Caller) -> RateDecision {
+    let now = state.clock.now();
+    state.rate_limiter.peek(caller.account_id, now).await
+}
+
+/// Where `caller` stands against the daily quota, charging nothing.
+pub async fn quota_standing(state: &AppState, caller: &Caller) -> Result<Allowance, ApiError> {
+    let now = state.clock.now();
+    let default = state.settings.limits.daily_quota;
+    let charge = quota::standing(&state.db, caller.account_id, default, now).await?;
+    Ok(Allowance {
+        limit: charge.limit,
+        remaining: charge.remaining,
+        reset_at: quota::resets_at(now),
+    })
+}
+
+/// A rate decision as the limit it reports on.
+pub fn allowance(rate: &RateDecision) -> Allowance {
+    Allowance {
+        limit: i64::from(rate.limit),
+        remaining: i64::from(rate.remaining),
+        reset_at: DateTime::from_timestamp(rate.reset_at, 0).unwrap_or_default(),
+    }
 }
 
 /// Counts one request of an admitted caller against the per-minute rate

@@ -5,6 +5,7 @@ pub mod openapi;
 pub(crate) mod params;
 
 mod catalog;
+mod limits;
 mod products;
 mod scrapes;
 mod sellers;
@@ -34,6 +35,7 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route_layer(middleware::from_fn_with_state(state, access::require_key));
     Router::new()
         .route("/openapi.json", get(openapi::document))
+        .route("/rate_limit", get(limits::standing))
         .method_not_allowed_fallback(method_not_allowed)
         .route_layer(middleware::from_fn(conditional::revalidate))
         .merge(authenticated)

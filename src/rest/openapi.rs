@@ -13,7 +13,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{RefOr, Required};
 use utoipa::{Modify, OpenApi};
 
-use super::{catalog, products, scrapes, sellers};
+use super::{catalog, limits, products, scrapes, sellers};
 use crate::query::MAX_TEXT_LEN;
 
 /// Declares the `bearerAuth` security scheme.
@@ -133,12 +133,13 @@ impl Modify for ConditionalRequests {
             fall back to 1 and 100. Every response carries X-RateLimit-Limit, X-RateLimit-Remaining and \
             X-RateLimit-Reset (Unix seconds when the minute window ends). Every successful GET carries an \
             ETag; sent back in If-None-Match, an unchanged answer is 304 Not Modified, which counts against \
-            neither the rate limit nor the quota."
+            neither the rate limit nor the quota. GET /rate_limit is free."
     ),
     servers((url = "/v1")),
     paths(
         products::list, products::get, products::price_history, sellers::find,
         catalog::categories, catalog::brands, scrapes::list, scrapes::get, scrapes::products,
+        limits::standing,
     ),
     modifiers(&BearerAuth, &TextParameters, &ConditionalRequests),
 )]

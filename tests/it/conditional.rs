@@ -157,6 +157,8 @@ async fn a_304_of_metered_rows_charges_no_quota() {
         assert_eq!(header(&again, "x-quota-remaining"), None, "{path}");
         assert_not_modified(again, tag, "private, no-cache").await;
     }
+    let standing: Value = app.json_as(&key, "/v1/rate_limit").await;
+    assert_eq!(standing["data"]["quota"]["remaining"], 996, "{standing}");
 }
 
 /// A conditional request is counted when admitted and given back when it

@@ -39,5 +39,6 @@ mod rest_products;
 mod rest_sessions;
 mod serve;
 mod shutdown;
+mod visible_limits;
 mod webhooks;
 mod ws;

@@ -234,3 +234,58 @@ async fn the_limit_returns_to_redis_when_it_answers_again() {
     .await;
     assert_eq!(stop_and_grep(&mut server, "Redis answers again").len(), 1);
 }
+
+/// A 304 gives its request back and `/v1/rate_limit` only reads, both in
+/// the window every replica shares.
+#[tokio::test]
+async fn a_304_and_the_rate_limit_endpoint_leave_the_shared_window_as_it_was() {
+    let url = redis_url();
+    redis_connection(&url).await;
+    let db = TestDb::new().await;
+    db.connect().await;
+    let (first, second) = (start(&db, &url), start(&db, &url));
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    // Each server's connection to Redis opens on its first count, which
+    // may take longer than the request waits; then it counts locally.
+    let (warm_up, _) = new_key(&db).await;
+    burst(&[&first, &second], &warm_up, 2).await;
+
+    for _attempt in 0..3 {
+        let (key, account) = new_key(&db).await;
+        let tagged = client
+            .get(format!("{}/v1/brands", first.base))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .expect("request");
+        let etag = required_header(&tagged, "etag").to_owned();
+        let again = client
+            .get(format!("{}/v1/brands", second.base))
+            .bearer_auth(&key)
+            .header("if-none-match", &etag)
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(again.status(), 304);
+        let standing = client
+            .get(format!("{}/v1/rate_limit", second.base))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .expect("request");
+        let responses = [tagged, again, standing];
+        let Some(reset_at) = one_window(&responses) else {
+            continue;
+        };
+        let left = |r: &Response| required_header(r, "x-ratelimit-remaining").to_owned();
+        let expected = (LIMIT - 1).to_string();
+        assert_eq!(
+            responses.iter().map(left).collect::<Vec<_>>(),
+            vec![expected; 3]
+        );
+        let (used, _) = redis_window(&url, account, reset_at).await;
+        assert_eq!(used, Some(1), "only the first request is counted");
+        return;
+    }
+    panic!("three attempts straddled a minute");
+}
