@@ -14,6 +14,7 @@ pub mod api_key;
 pub mod brand_snapshot;
 pub mod category_snapshot;
 pub mod current_price;
+pub mod persisted_query;
 pub mod price_observation;
 pub mod product;
 pub mod product_category;
