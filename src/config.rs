@@ -137,6 +137,17 @@ pub struct GraphqlConfig {
     )]
     pub deadline_ms: u64,
 
+    /// Most persisted queries (Apollo's automatic persisted queries) kept
+    /// in the database for all replicas; past it, the least recently used
+    /// are evicted. Each is at most `--graphql-max-document-bytes` long.
+    #[arg(
+        long = "graphql-persisted-queries-max",
+        env = "VITRINA_GRAPHQL_PERSISTED_QUERIES_MAX",
+        default_value_t = 2_000,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub persisted_queries_max: u64,
+
     /// Accept batched requests (a JSON array of operations).
     #[arg(
         long = "graphql-batching",
@@ -163,6 +174,7 @@ impl Default for GraphqlConfig {
             max_directives: 100,
             max_introspection_cost: 500_000,
             deadline_ms: 10_000,
+            persisted_queries_max: 2_000,
             batching: false,
             graphiql_assets: None,
         }
@@ -445,7 +457,11 @@ mod tests {
 
     #[test]
     fn counts_that_must_be_positive_refuse_zero() {
-        for flag in ["--merge-max-attempts=0", "--webhook-disable-after=0"] {
+        for flag in [
+            "--merge-max-attempts=0",
+            "--webhook-disable-after=0",
+            "--graphql-persisted-queries-max=0",
+        ] {
             assert!(Serve::try_parse_from(["vitrina", flag]).is_err(), "{flag}");
         }
     }

@@ -19,6 +19,7 @@ mod node;
 mod order;
 mod page;
 mod parsed;
+mod persisted;
 mod pricing;
 mod product;
 mod query;
@@ -33,7 +34,7 @@ use std::sync::Arc;
 
 use async_graphql::{EmptyMutation, Schema, SchemaBuilder, ValidationMode};
 
-use crate::config::GraphqlConfig;
+use crate::state::AppState;
 
 pub use connection::connection_cost;
 pub use context::RequestData;
@@ -41,6 +42,7 @@ pub use error::gql;
 use limits::{IntrospectionSizes, RequestLimits};
 use meter::Meter;
 use parsed::ParsedQueries;
+use persisted::PersistedQueries;
 use query::QueryRoot;
 use subscription::SubscriptionRoot;
 pub use transport::router;
@@ -55,8 +57,8 @@ fn builder() -> SchemaBuilder<QueryRoot, EmptyMutation, SubscriptionRoot> {
         .limit_recursive_depth(limits::MAX_NESTING)
 }
 
-/// What executes GraphQL requests: the schemas and the parsed queries they
-/// share.
+/// What executes GraphQL requests: the schemas, the parsed queries they
+/// share, and the persisted queries clients may name by hash.
 pub struct Schemas {
     /// Executes requests the pricing pass has validated in full and found
     /// within the limits. It has no extensions, so every field takes
@@ -68,11 +70,13 @@ pub struct Schemas {
     /// errors coded and the cost reported as over HTTP.
     pub subscriptions: VitrinaSchema,
     parsed: ParsedQueries,
+    persisted: PersistedQueries,
     limits: RequestLimits,
 }
 
 impl Schemas {
-    pub fn new(config: &GraphqlConfig) -> Self {
+    pub fn new(state: &AppState) -> Self {
+        let config = &state.settings.graphql;
         let sizes = IntrospectionSizes::of_schema(&sdl());
         let limits = RequestLimits::new(config, sizes);
         Schemas {
@@ -82,14 +86,20 @@ impl Schemas {
                 .extension(response::OverWebSocket(limits))
                 .finish(),
             parsed: ParsedQueries::default(),
+            persisted: PersistedQueries::new(state),
             limits,
         }
     }
 
-    /// Validates and prices one request (no database work): what [`Schemas::run`]
-    /// runs, or the response refusing it. Both passes share one parse of
-    /// its query, and a request priced before is not priced again.
-    async fn price(&self, mut request: async_graphql::Request) -> Priced {
+    /// Validates and prices one request (no database work, but for the
+    /// text of a persisted query's hash): what [`Schemas::run`] runs, or
+    /// the response refusing it. Both passes share one parse of its query,
+    /// and a request priced before is not priced again.
+    async fn price(&self, request: async_graphql::Request) -> Priced {
+        let mut request = match self.persisted.resolve(request).await {
+            Ok(request) => request,
+            Err(refusal) => return Priced::Refused(refusal),
+        };
         // The text is checked before the parse cache parses it (the
         // pricing pass checks the rest of the limits).
         let recalled = match self
@@ -153,6 +163,7 @@ impl Schemas {
                 (request, document, cost)
             }
         };
+        self.persisted.keep(&request).await;
         let operation = request.operation_name.clone();
         crate::metrics::graphql::operation(operation.as_deref(), Some(&document), &cost);
         // Taken before the request, which takes its variables, runs.

@@ -251,7 +251,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// A refusal as a GraphQL error with its code (and `retryAfter`).
-fn server_error(error: &ApiError) -> ServerError {
+pub fn server_error(error: &ApiError) -> ServerError {
     let error = super::gql(error.clone());
     let mut server_error = ServerError::new(error.message, None);
     server_error.extensions = error.extensions;

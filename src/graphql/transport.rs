@@ -26,7 +26,7 @@ use futures_util::{SinkExt, StreamExt};
 
 use super::meter::Meter;
 use super::response::{self, accepts, api_error, request_error, respond};
-use super::{RequestData, Schemas, cost, gql, limits};
+use super::{RequestData, Schemas, cost, gql, limits, persisted};
 use crate::http::conditional::{is_fresh, mark, not_modified};
 use crate::http::{ApiError, access};
 use crate::limits::RateDecision;
@@ -42,7 +42,7 @@ struct Endpoint {
 
 /// `/graphql` and `/graphql/ws`.
 pub fn router(state: AppState) -> Router<AppState> {
-    let schemas = Arc::new(Schemas::new(&state.settings.graphql));
+    let schemas = Arc::new(Schemas::new(&state));
     Router::new()
         .route(
             "/graphql",
@@ -193,9 +193,9 @@ async fn execute(
     // JSON that is not a GraphQL request (`{}`, `[]`, `{"foo": 1}`)
     // deserializes to requests without a query.
     let empty = match &batch {
-        BatchRequest::Single(request) => request.query.is_empty(),
+        BatchRequest::Single(request) => persisted::lacks_query(request),
         BatchRequest::Batch(requests) => {
-            requests.is_empty() || requests.iter().any(|r| r.query.is_empty())
+            requests.is_empty() || requests.iter().any(persisted::lacks_query)
         }
     };
     if empty {
