@@ -298,6 +298,28 @@ impl TestApp {
         found.remove(0)
     }
 
+    /// Another instance of the service over this app's database, with
+    /// `settings`, its own in-process state and a clock at this app's time:
+    /// a second replica, or the service after a restart.
+    pub async fn replica(&self, settings: Settings) -> SocketAddr {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind loopback");
+        let addr = listener.local_addr().expect("local addr");
+        let state = AppState::new(
+            self.db.clone(),
+            Arc::new(ManualClock::new(self.clock.now())),
+            format!("http://{addr}"),
+            settings,
+        );
+        tokio::spawn(vitrina::server::serve(
+            listener,
+            state,
+            std::future::pending(),
+        ));
+        addr
+    }
+
     /// The background jobs over this app's database and clock.
     pub fn jobs(&self) -> vitrina::jobs::scheduler::Jobs {
         let state = &self.state;

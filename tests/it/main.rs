@@ -23,6 +23,7 @@ mod graphql_fields;
 mod graphql_http;
 mod graphql_limits;
 mod graphql_node;
+mod graphql_persisted;
 mod graphql_reads;
 mod graphql_schema;
 mod graphql_sessions;

@@ -3,7 +3,6 @@
 //! `/v1/me/scrapes/{id}/products`.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
 use chrono::{DateTime, NaiveTime, TimeDelta};
 use entity::{Marketplace, SubmissionStatus, account, quota_usage, submission};
@@ -13,8 +12,7 @@ use sea_orm::{
 };
 use serde_json::{Value, json};
 use uuid::Uuid;
-use vitrina::clock::{Clock, ManualClock};
-use vitrina::state::AppState;
+use vitrina::clock::Clock;
 
 use crate::fixtures::{
     insert_brand_snapshot, insert_category_snapshot, insert_current_price, insert_observation,
@@ -633,28 +631,6 @@ async fn quota_is_per_account() {
     assert_eq!(app.get_as(&a2, &a_path).await.status(), 429);
 }
 
-/// A second instance of the service over the same database, with fresh
-/// in-process state, as after a restart.
-async fn restarted(app: &TestApp, quota_rows: i64) -> std::net::SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let state = AppState::new(
-        app.db.clone(),
-        Arc::new(ManualClock::new(app.clock.now())),
-        format!("http://{addr}"),
-        vitrina::config::Settings {
-            limits: daily_quota(quota_rows),
-            ..Default::default()
-        },
-    );
-    tokio::spawn(vitrina::server::serve(
-        listener,
-        state,
-        std::future::pending(),
-    ));
-    addr
-}
-
 #[tokio::test]
 async fn quota_usage_lives_in_the_database_and_survives_a_restart() {
     let app = TestApp::spawn_with(daily_quota(5)).await;
@@ -668,7 +644,12 @@ async fn quota_usage_lives_in_the_database_and_survives_a_restart() {
     assert_eq!(usage[0].day, test_start().date_naive());
     assert_eq!(usage[0].rows_used, 3);
 
-    let addr = restarted(&app, 5).await;
+    let addr = app
+        .replica(vitrina::config::Settings {
+            limits: daily_quota(5),
+            ..Default::default()
+        })
+        .await;
     let again = |p: String| {
         app.client
             .get(format!("http://{addr}{p}"))
