@@ -182,6 +182,33 @@ async fn over_get_a_hash_alone_runs_the_text_sent_with_it_before() {
     assert_eq!(stored(&app).await, [sha256(PRODUCTS)]);
 }
 
+/// What makes a hash-only GET worth sending: it is tagged like any GET,
+/// and an unchanged answer is a free 304.
+#[tokio::test]
+async fn a_hash_alone_over_get_is_answered_304_while_unchanged() {
+    let (app, key) = app().await;
+    post(&app, Some(&key), &with_text(PRODUCTS)).await;
+    let url = app.url("/graphql");
+    let extensions = by_hash(PRODUCTS)["extensions"].to_string();
+    let send = |etag: Option<&str>| {
+        let mut request = app
+            .client
+            .get(&url)
+            .query(&[("extensions", &extensions)])
+            .bearer_auth(&key);
+        if let Some(etag) = etag {
+            request = request.header("if-none-match", etag);
+        }
+        request.send()
+    };
+    let first = send(None).await.expect("request");
+    assert_eq!(first.status(), 200);
+    let etag = header(&first, "etag").expect("an ETag").to_owned();
+    let again = send(Some(&etag)).await.expect("request");
+    assert_eq!(again.status(), 304);
+    assert_eq!(header(&again, "etag"), Some(etag.as_str()));
+}
+
 #[tokio::test]
 async fn with_the_graphql_response_media_type_an_unknown_hash_is_a_400() {
     let (app, key) = app().await;
