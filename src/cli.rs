@@ -21,6 +21,7 @@ use crate::jobs::scheduler::Jobs;
 use crate::seed::{self, SeedOptions};
 use crate::server;
 use crate::state::AppState;
+use crate::webhooks::Sender;
 use crate::{accounts, db};
 
 #[derive(Debug, Parser)]
@@ -151,13 +152,15 @@ impl Cli {
             Command::Keys(command) => keys::run(&conn, clock.as_ref(), command).await,
             Command::Jobs(JobsCommand::RunOnce { config }) => {
                 let public_url = config.public_url(config.bind);
+                let settings = config.settings();
                 let jobs = Jobs::new(
                     conn,
                     clock,
-                    &config.settings(),
+                    &settings,
                     &public_url,
+                    Sender::new(&settings.webhooks)?,
                     SessionEvents::default(),
-                )?;
+                );
                 let report = jobs.tick().await?;
                 println!("{report}");
                 Ok(())
@@ -236,11 +239,18 @@ async fn serve(
         clock.clone(),
         public_url.clone(),
         settings.clone(),
-    );
+    )?;
     if let Some(key) = demo_key {
         state = state.with_demo_key(key);
     }
-    let jobs = Jobs::new(conn, clock, &settings, &public_url, state.events.clone())?;
+    let jobs = Jobs::new(
+        conn,
+        clock,
+        &settings,
+        &public_url,
+        state.webhook_sender.clone(),
+        state.events.clone(),
+    );
     let every = Duration::from_secs(settings.jobs.merge_interval_secs.max(1));
     let jobs = tokio::spawn(jobs.run(every, state.draining.watch()));
     // The jobs stop when the server starts draining, within the same grace.

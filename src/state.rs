@@ -14,6 +14,7 @@ use crate::clock::SharedClock;
 use crate::config::Settings;
 use crate::events::SessionEvents;
 use crate::limits::RateLimiter;
+use crate::webhooks::Sender;
 use revocations::Revocations;
 
 /// What every request handler can reach.
@@ -34,16 +35,20 @@ pub struct AppState {
     pub demo_key: Option<String>,
     /// Set once the server starts shutting down.
     pub draining: Draining,
+    /// Sends webhook test events (the delivery job shares it).
+    pub webhook_sender: Sender,
 }
 
 impl AppState {
+    /// Fails only when the webhook client cannot be built.
     pub fn new(
         db: DatabaseConnection,
         clock: SharedClock,
         public_url: String,
         settings: Settings,
-    ) -> Self {
-        AppState {
+    ) -> Result<Self, crate::Error> {
+        Ok(AppState {
+            webhook_sender: Sender::new(&settings.webhooks)?,
             clock,
             public_url,
             rate_limiter: Arc::new(RateLimiter::new(
@@ -60,7 +65,7 @@ impl AppState {
             settings,
             demo_key: None,
             draining: Draining::default(),
-        }
+        })
     }
 
     /// The state of `serve --demo`, whose pages carry `key`.

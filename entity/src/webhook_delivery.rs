@@ -26,6 +26,9 @@ pub struct Model {
     pub in_flight: bool,
     pub created_at: DateTimeUtc,
     pub finished_at: Option<DateTimeUtc>,
+    /// A redelivery: the delivery whose event it sends again (which
+    /// retention may have purged since). None for the event's own delivery.
+    pub redelivery_of: Option<Uuid>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

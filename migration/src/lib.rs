@@ -9,6 +9,7 @@ mod m20261123_000003_category_newest;
 mod m20261125_000004_submission_attempts;
 mod m20261125_000012_webhook_in_flight;
 mod m20261126_000013_webhook_secret_rotation;
+mod m20261127_000014_webhook_redelivery;
 mod m20261127_000015_persisted_queries;
 
 pub struct Migrator;
@@ -23,6 +24,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261125_000004_submission_attempts::Migration),
             Box::new(m20261125_000012_webhook_in_flight::Migration),
             Box::new(m20261126_000013_webhook_secret_rotation::Migration),
+            Box::new(m20261127_000014_webhook_redelivery::Migration),
             Box::new(m20261127_000015_persisted_queries::Migration),
         ]
     }

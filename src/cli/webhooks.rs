@@ -11,9 +11,10 @@ use crate::accounts;
 use crate::clock::Clock;
 use crate::config::WebhookConfig;
 use crate::error::Error;
-use crate::webhooks::rotation;
+use crate::webhooks::retry::Outcome;
 use crate::webhooks::subscriptions::{self, SubscriptionError};
 use crate::webhooks::target::TargetPolicy;
+use crate::webhooks::{Sender, ping, redelivery, rotation};
 
 #[derive(Debug, Subcommand)]
 pub enum WebhooksCommand {
@@ -42,6 +43,22 @@ pub enum WebhooksCommand {
     RotateSecret {
         id: Uuid,
         /// The overlap setting applies here.
+        #[command(flatten)]
+        config: WebhookConfig,
+    },
+    /// Send a finished delivery of a subscription again, as a new delivery
+    /// that the server's delivery job sends like any other.
+    Redeliver {
+        /// The subscription.
+        id: Uuid,
+        /// The delivery to send again.
+        delivery_id: Uuid,
+    },
+    /// Send a signed `ping` event to a subscription now and print the
+    /// outcome; fails unless the receiver answers 2xx.
+    Test {
+        id: Uuid,
+        /// Deliveries' settings (time limit, the development switch) apply here.
         #[command(flatten)]
         config: WebhookConfig,
     },
@@ -125,6 +142,36 @@ pub async fn run(
             println!(
                 "(new signing secret, shown once: store it now; the old one also signs until {})",
                 (now + overlap).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+            );
+        }
+        WebhooksCommand::Redeliver { id, delivery_id } => {
+            let queued = redelivery::redeliver_for_operator(conn, id, delivery_id, clock.now())
+                .await
+                .map_err(operator_error)?;
+            println!(
+                "queued delivery {} (a redelivery of {delivery_id}); the server's delivery job sends it",
+                queued.id
+            );
+        }
+        WebhooksCommand::Test { id, config } => {
+            let sender = Sender::new(&config)?;
+            let report = ping::ping_for_operator(conn, &sender, id, clock.now())
+                .await
+                .map_err(operator_error)?;
+            let answer = match &report.outcome {
+                Outcome::Answered { status, .. } => format!("the receiver answered HTTP {status}"),
+                Outcome::NoAnswer(why) => format!("no answer: {why}"),
+                Outcome::NotAllowed(why) => format!("not sent: {why}"),
+            };
+            if !report.delivered {
+                return Err(Error::Invalid(format!(
+                    "the ping {} was not delivered: {answer} ({} ms)",
+                    report.id, report.duration_ms
+                )));
+            }
+            println!(
+                "ping {} delivered: {answer} ({} ms)",
+                report.id, report.duration_ms
             );
         }
     }

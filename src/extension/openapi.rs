@@ -26,7 +26,9 @@ use crate::rest::openapi::BearerAuth;
         webhooks::create,
         webhooks::disable,
         webhooks::deliveries,
-        webhooks::rotate_secret
+        webhooks::redeliver,
+        webhooks::rotate_secret,
+        webhooks::test
     ),
     modifiers(&BearerAuth),
 )]

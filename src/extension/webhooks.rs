@@ -1,7 +1,9 @@
 //! `GET/POST /extension/v1/webhooks`, `DELETE /extension/v1/webhooks/{id}`,
 //! `GET /extension/v1/webhooks/{id}/deliveries`,
-//! `POST /extension/v1/webhooks/{id}/rotate-secret`: the settings page's
-//! webhook section. Every call is scoped to the caller's account; a signing
+//! `POST /extension/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver`,
+//! `POST /extension/v1/webhooks/{id}/rotate-secret`,
+//! `POST /extension/v1/webhooks/{id}/test`: the settings page's webhook
+//! section. Every call is scoped to the caller's account; a signing
 //! secret appears only in the answer to the POST that creates it (creating
 //! the subscription, or rotating its secret).
 
@@ -19,19 +21,25 @@ use uuid::Uuid;
 use crate::accounts::Caller;
 use crate::http::ApiError;
 use crate::http::error::ErrorBody;
-use crate::rest::params::{self, PathId};
+use crate::rest::params::{self, PathId, PathIds};
 use crate::state::AppState;
 use crate::views::envelope;
-use crate::webhooks::rotation;
+use crate::webhooks::ping::{self, PingReport};
 use crate::webhooks::subscriptions::{self, DeliveryLog, SubscriptionError};
 use crate::webhooks::target::TargetPolicy;
+use crate::webhooks::{redelivery, rotation};
 
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/webhooks", get(list).post(create))
         .route("/webhooks/{id}", delete(disable))
         .route("/webhooks/{id}/deliveries", get(deliveries))
+        .route(
+            "/webhooks/{id}/deliveries/{delivery_id}/redeliver",
+            post(redeliver),
+        )
         .route("/webhooks/{id}/rotate-secret", post(rotate_secret))
+        .route("/webhooks/{id}/test", post(test))
 }
 
 envelope!(
@@ -53,6 +61,14 @@ envelope!(
 envelope!(
     /// `GET /webhooks/{id}/deliveries`
     DeliveryList { data: Vec<Delivery> }
+);
+envelope!(
+    /// `POST /webhooks/{id}/deliveries/{delivery_id}/redeliver`
+    DeliveryEnvelope { data: Delivery }
+);
+envelope!(
+    /// `POST /webhooks/{id}/test`
+    PingEnvelope { data: PingResult }
 );
 
 /// A subscription as shown to its owner: never the secret. Fields that
@@ -115,6 +131,10 @@ pub struct Delivery {
     created_at: DateTime<Utc>,
     #[schema(required = true)]
     finished_at: Option<DateTime<Utc>>,
+    /// A redelivery: the id of the delivery whose event it sends again (which
+    /// may since have been purged by retention); null for an event's own delivery.
+    #[schema(required = true)]
+    redelivery_of: Option<Uuid>,
     attempts: Vec<Attempt>,
 }
 
@@ -141,6 +161,7 @@ impl From<DeliveryLog> for Delivery {
             next_attempt_at: d.next_attempt_at,
             created_at: d.created_at,
             finished_at: d.finished_at,
+            redelivery_of: d.redelivery_of,
             attempts: log.attempts.into_iter().map(Attempt::from).collect(),
         }
     }
@@ -157,6 +178,36 @@ impl From<webhook_attempt::Model> for Attempt {
     }
 }
 
+/// The outcome of a test event: sent once, at once, and not stored.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PingResult {
+    /// The `X-Vitrina-Delivery` header the ping carried.
+    delivery_id: Uuid,
+    /// The receiver answered 2xx, as a delivery must to succeed.
+    delivered: bool,
+    /// The receiver's status code; null when it did not answer.
+    #[schema(required = true)]
+    status_code: Option<u16>,
+    /// Why there was no answer (a timeout, a refused connection, a refused
+    /// target), as the delivery log words it; null when it answered.
+    #[schema(required = true)]
+    error: Option<String>,
+    duration_ms: i64,
+}
+
+impl From<PingReport> for PingResult {
+    fn from(report: PingReport) -> Self {
+        let (status_code, error) = report.outcome.status_or_error();
+        PingResult {
+            delivery_id: report.id,
+            delivered: report.delivered,
+            status_code,
+            error: error.map(str::to_owned),
+            duration_ms: report.duration_ms,
+        }
+    }
+}
+
 /// How a refused subscription call is answered.
 impl From<SubscriptionError> for ApiError {
     fn from(err: SubscriptionError) -> Self {
@@ -166,7 +217,15 @@ impl From<SubscriptionError> for ApiError {
                 code: "subscription_limit",
                 message: err.to_string(),
             },
-            SubscriptionError::NotFound => ApiError::NotFound,
+            SubscriptionError::NotFound | SubscriptionError::DeliveryNotFound => ApiError::NotFound,
+            SubscriptionError::Disabled => ApiError::Conflict {
+                code: "subscription_disabled",
+                message: err.to_string(),
+            },
+            SubscriptionError::DeliveryNotFinished => ApiError::Conflict {
+                code: "delivery_not_finished",
+                message: err.to_string(),
+            },
             SubscriptionError::Database(e) => ApiError::internal(e),
         }
     }
@@ -307,5 +366,81 @@ pub async fn rotate_secret(
             subscription: rotated.into(),
             secret,
         },
+    }))
+}
+
+/// Sends a finished delivery (succeeded or failed) again, as a new delivery:
+/// the same event body, a new id (`X-Vitrina-Delivery`) and `redelivery_of`
+/// naming the one it repeats. It is queued and then sent, signed and retried
+/// like any delivery, and listed under `deliveries`.
+#[utoipa::path(post, operation_id = "redeliverWebhookDelivery",
+    path = "/webhooks/{id}/deliveries/{delivery_id}/redeliver", tag = "webhooks",
+    params(
+        ("id" = Uuid, Path, description = "The subscription"),
+        ("delivery_id" = Uuid, Path, description = "The delivery to send again"),
+    ),
+    responses(
+        (status = 202, body = DeliveryEnvelope, description = "The new delivery, queued"),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "No such subscription of the caller's account, or no such delivery of it"),
+        (status = 409, body = ErrorBody, description = "`delivery_not_finished`: the delivery is still pending; `subscription_disabled`: the subscription is disabled"),
+        (status = 429, body = ErrorBody),
+    ),
+    security(("bearerAuth" = [])))]
+pub async fn redeliver(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    PathIds(id, delivery_id): PathIds,
+) -> Result<(StatusCode, Json<DeliveryEnvelope>), ApiError> {
+    let (id, delivery_id) = (params::uuid(&id)?, params::uuid(&delivery_id)?);
+    let queued = redelivery::redeliver(
+        &state.db,
+        caller.account_id,
+        id,
+        delivery_id,
+        state.clock.now(),
+    )
+    .await?;
+    let log = DeliveryLog {
+        delivery: queued,
+        attempts: Vec::new(),
+    };
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(DeliveryEnvelope { data: log.into() }),
+    ))
+}
+
+/// Sends a signed `ping` event to the subscription now, once, and answers
+/// with the outcome, so a receiver's signature check can be tried before a
+/// session completes. Signed, checked and timed like a delivery attempt;
+/// not stored, not retried, and not counted towards auto-disable. The
+/// answer is 200 whether or not the receiver took it: see `delivered`.
+#[utoipa::path(post, operation_id = "testWebhook", path = "/webhooks/{id}/test", tag = "webhooks",
+    params(("id" = Uuid, Path, description = "The subscription")),
+    responses(
+        (status = 200, body = PingEnvelope),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "No such subscription of the caller's account"),
+        (status = 409, body = ErrorBody, description = "`subscription_disabled`: the subscription is disabled"),
+        (status = 429, body = ErrorBody),
+    ),
+    security(("bearerAuth" = [])))]
+pub async fn test(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    PathId(id): PathId,
+) -> Result<Json<PingEnvelope>, ApiError> {
+    let id = params::uuid(&id)?;
+    let report = ping::ping(
+        &state.db,
+        &state.webhook_sender,
+        caller.account_id,
+        id,
+        state.clock.now(),
+    )
+    .await?;
+    Ok(Json(PingEnvelope {
+        data: report.into(),
     }))
 }

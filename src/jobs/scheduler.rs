@@ -62,16 +62,17 @@ impl std::fmt::Display for TickReport {
 }
 
 impl Jobs {
-    /// Fails only when the webhook client cannot be built.
+    /// `sender` sends due webhooks (built from `settings.webhooks`).
     pub fn new(
         db: DatabaseConnection,
         clock: crate::clock::SharedClock,
         settings: &Settings,
         public_url: &str,
+        sender: Sender,
         events: SessionEvents,
-    ) -> Result<Self, crate::Error> {
+    ) -> Self {
         let jobs = &settings.jobs;
-        Ok(Jobs {
+        Jobs {
             db,
             clock,
             merge: MergeSettings {
@@ -81,9 +82,9 @@ impl Jobs {
                 public_url: public_url.to_owned(),
             },
             retention: TimeDelta::days(jobs.retention_days as i64),
-            sender: Sender::new(&settings.webhooks)?,
+            sender,
             events,
-        })
+        }
     }
 
     /// One round of every job.

@@ -83,6 +83,22 @@ impl<S: Send + Sync> FromRequestParts<S> for PathId {
     }
 }
 
+/// The raw `{id}` and `{delivery_id}` segments of a path naming an object
+/// inside another, decoded like [`PathId`].
+#[derive(Debug)]
+pub struct PathIds(pub String, pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for PathIds {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        Path::<(String, String)>::from_request_parts(parts, state)
+            .await
+            .map(|Path((id, inner))| PathIds(id, inner))
+            .map_err(|_| ApiError::InvalidParameter("id must be a UUID".into()))
+    }
+}
+
 /// A path id that must be a UUID.
 pub fn uuid(value: &str) -> Result<uuid::Uuid, ApiError> {
     uuid::Uuid::parse_str(value).map_err(|_| ApiError::InvalidParameter("id must be a UUID".into()))

@@ -20,7 +20,6 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::ops::AddAssign;
-use std::time::Instant;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use entity::{DeliveryStatus, webhook_attempt, webhook_delivery, webhook_subscription};
@@ -289,17 +288,15 @@ impl Run<'_> {
         delivery: webhook_delivery::Model,
     ) -> Result<Option<Verdict>, DbErr> {
         let now = self.clock.now();
-        let started = Instant::now();
-        let outcome = self
+        let (outcome, duration_ms) = self
             .sender
             .send(
                 &subscription.target_url,
                 &signing_secrets(subscription, now),
-                &delivery,
+                (&delivery).into(),
                 now,
             )
             .await;
-        let duration_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
         self.record(&delivery, now, &outcome, duration_ms).await
     }
 
@@ -350,16 +347,13 @@ async fn log_attempt(
     outcome: &Outcome,
     duration_ms: i64,
 ) -> Result<(), DbErr> {
-    let (status_code, error) = match outcome {
-        Outcome::Answered { status, .. } => (Some(i32::from(*status)), None),
-        Outcome::NoAnswer(e) | Outcome::NotAllowed(e) => (None, Some(e.clone())),
-    };
+    let (status_code, error) = outcome.status_or_error();
     webhook_attempt::Entity::insert(webhook_attempt::ActiveModel {
         id: NotSet,
         delivery_id: Set(delivery_id),
         attempted_at: Set(at),
-        status_code: Set(status_code),
-        error: Set(error),
+        status_code: Set(status_code.map(i32::from)),
+        error: Set(error.map(str::to_owned)),
         duration_ms: Set(duration_ms),
     })
     .exec_without_returning(conn)

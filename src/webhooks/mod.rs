@@ -18,11 +18,15 @@
 //! | `retry.rs` | what an attempt's outcome means: success, retry when, or failure |
 //! | `signature.rs` | secrets and the `X-Vitrina-Signature` header |
 //! | `rotation.rs` | secret rotation and the secrets in force during its overlap |
+//! | `redelivery.rs` | sending a finished delivery again, as a new delivery |
+//! | `ping.rs` | the `ping` test event, sent at once and not stored |
 //! | `target.rs` | which targets may be dialled (SSRF guard in the DNS resolver) |
 
 mod allowance;
 pub mod delivery;
 pub mod outbox;
+pub mod ping;
+pub mod redelivery;
 pub mod retry;
 pub mod rotation;
 pub mod sender;

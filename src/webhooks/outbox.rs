@@ -4,6 +4,7 @@
 
 use chrono::{DateTime, Utc};
 use entity::{DeliveryStatus, SubscriptionStatus, webhook_delivery, webhook_subscription};
+use sea_orm::sea_query::{Expr, ExprTrait, OnConflict};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter,
     TryInsertResult,
@@ -83,9 +84,17 @@ pub async fn enqueue_session_completed(
         in_flight: Set(false),
         created_at: Set(now),
         finished_at: Set(None),
+        redelivery_of: Set(None),
     });
+    // The unique index behind this covers the events' own deliveries only
+    // (redeliveries repeat them), so the conflict target names its condition.
+    let once = OnConflict::columns([Column::SubscriptionId, Column::SessionId, Column::Event])
+        .target_and_where(Expr::col(Column::RedeliveryOf).is_null())
+        .do_nothing()
+        .to_owned();
     let written = webhook_delivery::Entity::insert_many(rows)
-        .on_conflict_do_nothing_on([Column::SubscriptionId, Column::SessionId, Column::Event])
+        .on_conflict(once)
+        .try_insert()
         .exec_without_returning(db)
         .await?;
     Ok(match written {

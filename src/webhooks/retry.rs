@@ -45,6 +45,16 @@ pub enum Outcome {
     NotAllowed(String),
 }
 
+impl Outcome {
+    /// What the attempt log shows: the receiver's status, or why there was none.
+    pub fn status_or_error(&self) -> (Option<u16>, Option<&str>) {
+        match self {
+            Outcome::Answered { status, .. } => (Some(*status), None),
+            Outcome::NoAnswer(e) | Outcome::NotAllowed(e) => (None, Some(e)),
+        }
+    }
+}
+
 /// What becomes of the delivery after an attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {

@@ -64,11 +64,8 @@ pub async fn rotate_for_operator(
     overlap: TimeDelta,
     now: DateTime<Utc>,
 ) -> Result<webhook_subscription::Model, SubscriptionError> {
-    let subscription = webhook_subscription::Entity::find_by_id(id)
-        .one(db)
-        .await?
-        .ok_or(SubscriptionError::NotFound)?;
-    rotate(db, subscription.account_id, id, overlap, now).await
+    let owner = subscriptions::owner_for_operator(db, id).await?;
+    rotate(db, owner, id, overlap, now).await
 }
 
 /// The secrets a delivery sent at `now` is signed with: the current one,

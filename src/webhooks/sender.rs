@@ -1,11 +1,12 @@
 //! The HTTP side of delivery: one signed POST per attempt.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use entity::webhook_delivery;
 use reqwest::header::{CONTENT_TYPE, RETRY_AFTER};
+use uuid::Uuid;
 
 use super::retry::Outcome;
 use super::signature::signature_header;
@@ -18,6 +19,26 @@ pub const EVENT_HEADER: &str = "x-vitrina-event";
 pub const SIGNATURE_HEADER: &str = "x-vitrina-signature";
 /// The delivery's id: the same on every retry, so receivers can deduplicate.
 pub const DELIVERY_HEADER: &str = "x-vitrina-delivery";
+
+/// What one POST carries: a stored delivery, or a test event.
+#[derive(Debug, Clone, Copy)]
+pub struct Message<'a> {
+    /// Sent as the delivery id header.
+    pub id: Uuid,
+    pub event: &'a str,
+    /// The exact body bytes.
+    pub body: &'a str,
+}
+
+impl<'a> From<&'a webhook_delivery::Model> for Message<'a> {
+    fn from(delivery: &'a webhook_delivery::Model) -> Self {
+        Message {
+            id: delivery.id,
+            event: &delivery.event,
+            body: &delivery.payload,
+        }
+    }
+}
 
 /// Sends delivery attempts. Built once from [`WebhookConfig`]: the HTTP
 /// client and the delivery rules (target policy, timeout, auto-disable).
@@ -73,31 +94,45 @@ impl Sender {
         self.disable_after
     }
 
-    /// POSTs the stored body to `target_url`, signed at `now` with each of
-    /// `secrets`. The response body is never read.
+    /// POSTs the message's body to `target_url`, signed at `now` with each
+    /// of `secrets`: the outcome, and how long it took in milliseconds. The
+    /// response body is never read.
     pub async fn send(
         &self,
         target_url: &str,
         secrets: &[&str],
-        delivery: &webhook_delivery::Model,
+        message: Message<'_>,
+        now: DateTime<Utc>,
+    ) -> (Outcome, i64) {
+        let started = Instant::now();
+        let outcome = self.post(target_url, secrets, message, now).await;
+        let duration_ms = i64::try_from(started.elapsed().as_millis()).unwrap_or(i64::MAX);
+        (outcome, duration_ms)
+    }
+
+    async fn post(
+        &self,
+        target_url: &str,
+        secrets: &[&str],
+        message: Message<'_>,
         now: DateTime<Utc>,
     ) -> Outcome {
         let url = match self.policy.check_url(target_url) {
             Ok(url) => url,
             Err(e) => return Outcome::NotAllowed(e.to_string()),
         };
-        let body = delivery.payload.as_bytes();
+        let body = message.body.as_bytes();
         let sent = self
             .client
             .post(url)
             .header(CONTENT_TYPE, "application/json")
-            .header(EVENT_HEADER, &delivery.event)
-            .header(DELIVERY_HEADER, delivery.id.to_string())
+            .header(EVENT_HEADER, message.event)
+            .header(DELIVERY_HEADER, message.id.to_string())
             .header(
                 SIGNATURE_HEADER,
                 signature_header(secrets, now.timestamp(), body),
             )
-            .body(delivery.payload.clone())
+            .body(message.body.to_owned())
             .send()
             .await;
         match sent {

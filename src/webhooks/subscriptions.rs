@@ -37,6 +37,12 @@ pub enum SubscriptionError {
     LimitReached,
     #[error("no such webhook subscription")]
     NotFound,
+    #[error("no such delivery of this webhook subscription")]
+    DeliveryNotFound,
+    #[error("the webhook subscription is disabled, for good; create a new one")]
+    Disabled,
+    #[error("the delivery is still pending; it can be redelivered once it has succeeded or failed")]
+    DeliveryNotFinished,
     #[error(transparent)]
     Database(#[from] DbErr),
 }
@@ -124,6 +130,33 @@ pub async fn find(
         .ok_or(SubscriptionError::NotFound)
 }
 
+/// One of the account's subscriptions that is active: a disabled one takes
+/// no new deliveries.
+pub async fn find_active(
+    db: &impl ConnectionTrait,
+    account_id: Uuid,
+    id: Uuid,
+) -> Result<webhook_subscription::Model, SubscriptionError> {
+    let subscription = find(db, account_id, id).await?;
+    match subscription.status {
+        SubscriptionStatus::Active => Ok(subscription),
+        SubscriptionStatus::Disabled => Err(SubscriptionError::Disabled),
+    }
+}
+
+/// The account a subscription belongs to, whichever it is (the operator's
+/// CLI, which then acts as that account).
+pub async fn owner_for_operator(
+    db: &impl ConnectionTrait,
+    id: Uuid,
+) -> Result<Uuid, SubscriptionError> {
+    webhook_subscription::Entity::find_by_id(id)
+        .one(db)
+        .await?
+        .map(|s| s.account_id)
+        .ok_or(SubscriptionError::NotFound)
+}
+
 /// Disables one of the account's subscriptions; its pending deliveries fail.
 /// Disabling is final and idempotent: a disabled one keeps its first
 /// `disabled_at`.
@@ -199,11 +232,7 @@ pub async fn disable_for_operator(
     id: Uuid,
     now: DateTime<Utc>,
 ) -> Result<webhook_subscription::Model, SubscriptionError> {
-    let subscription = webhook_subscription::Entity::find_by_id(id)
-        .one(db)
-        .await?
-        .ok_or(SubscriptionError::NotFound)?;
-    disable(db, subscription.account_id, id, now).await
+    disable(db, owner_for_operator(db, id).await?, id, now).await
 }
 
 /// Marks an active subscription disabled and fails its pending deliveries.

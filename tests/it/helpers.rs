@@ -142,7 +142,7 @@ pub struct TestApp {
     /// Every statement the app's connection has run, with its values.
     statements: Arc<std::sync::Mutex<Vec<sea_orm::Statement>>>,
     /// Keeps the database alive as long as the app.
-    _test_db: TestDb,
+    test_db: TestDb,
 }
 
 impl TestApp {
@@ -200,7 +200,8 @@ impl TestApp {
             Arc::new(clock.clone()),
             format!("http://{addr}"),
             settings,
-        );
+        )
+        .expect("state");
         if let Some(key) = demo_key {
             state = state.with_demo_key(key);
         }
@@ -220,8 +221,13 @@ impl TestApp {
             client,
             state,
             statements,
-            _test_db: test_db,
+            test_db,
         }
+    }
+
+    /// The app's database, for the CLI to run over.
+    pub fn db_url(&self) -> &str {
+        &self.test_db.url
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -311,7 +317,8 @@ impl TestApp {
             Arc::new(ManualClock::new(self.clock.now())),
             format!("http://{addr}"),
             settings,
-        );
+        )
+        .expect("state");
         tokio::spawn(vitrina::server::serve(
             listener,
             state,
@@ -328,9 +335,9 @@ impl TestApp {
             state.clock.clone(),
             &state.settings,
             &state.public_url,
+            state.webhook_sender.clone(),
             state.events.clone(),
         )
-        .expect("jobs")
     }
 
     /// POST a JSON body as `key`.

@@ -7,6 +7,8 @@ mod auto_disable;
 mod delivery;
 mod end_to_end;
 mod outbox;
+mod ping;
+mod redelivery;
 mod rotation;
 mod subscriptions;
 
@@ -73,11 +75,16 @@ impl Hooks {
     }
 
     async fn start_with(config: WebhookConfig) -> Hooks {
-        let app = TestApp::spawn_with_settings(Settings {
-            webhooks: config.clone(),
+        Self::start_with_settings(Settings {
+            webhooks: config,
             ..Settings::default()
         })
-        .await;
+        .await
+    }
+
+    async fn start_with_settings(settings: Settings) -> Hooks {
+        let config = settings.webhooks.clone();
+        let app = TestApp::spawn_with_settings(settings).await;
         let key = app.key("acme").await;
         let account_id = vitrina::accounts::authenticate(&app.db, &key, test_start())
             .await

@@ -12,6 +12,19 @@ pub fn vitrina(db_url: &str, args: &[&str]) -> Output {
         .expect("run vitrina")
 }
 
+/// [`vitrina`] on a blocking thread, so that servers of the test's runtime
+/// (a webhook receiver) keep answering while the command runs.
+pub async fn vitrina_alongside(db_url: &str, args: &[&str]) -> Output {
+    let db_url = db_url.to_owned();
+    let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        vitrina(&db_url, &args)
+    })
+    .await
+    .expect("the command's thread")
+}
+
 /// `vitrina webhooks create` for `account` to a loopback target, which
 /// needs the insecure-targets switch.
 pub fn create_loopback_webhook(db_url: &str, account: &str) -> Output {

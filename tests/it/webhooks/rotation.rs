@@ -44,7 +44,7 @@ fn parts(header: &str) -> (String, Vec<String>) {
 
 /// Asserts the delivery carries one `v1` per secret, in this order, each
 /// verifying with its secret and not with the others.
-fn assert_signed_with(received: &Received, secrets: &[&str]) {
+pub(super) fn assert_signed_with(received: &Received, secrets: &[&str]) {
     let header = received.header("x-vitrina-signature");
     let (t, signatures) = parts(header);
     assert_eq!(signatures.len(), secrets.len(), "{header}");
@@ -57,7 +57,7 @@ fn assert_signed_with(received: &Received, secrets: &[&str]) {
 }
 
 /// Subscribes, then rotates through the API: (id, old secret, new secret).
-async fn subscribe_and_rotate(h: &Hooks) -> (Uuid, String, String) {
+pub(super) async fn subscribe_and_rotate(h: &Hooks) -> (Uuid, String, String) {
     let (id, old) = h.subscribe().await;
     let (status, body) = rotate(h, &h.key, id).await;
     assert_eq!(status, 200, "{body}");
