@@ -242,6 +242,12 @@ pub struct WebhookConfig {
     )]
     pub webhook_secret_overlap_hours: u32,
 
+    /// Redeliveries of one subscription that may wait to be sent at once;
+    /// one more is refused until some have finished.
+    #[arg(long, env = "VITRINA_WEBHOOK_MAX_PENDING_REDELIVERIES", default_value_t = 20,
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub webhook_max_pending_redeliveries: u32,
+
     /// DEVELOPMENT ONLY: allow http:// and private/loopback webhook targets.
     /// Off by default; a warning is logged when on.
     #[arg(
@@ -258,6 +264,7 @@ impl Default for WebhookConfig {
             webhook_timeout_ms: 5_000,
             webhook_disable_after: 15,
             webhook_secret_overlap_hours: 24,
+            webhook_max_pending_redeliveries: 20,
             webhook_allow_insecure_targets: false,
         }
     }

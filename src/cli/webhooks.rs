@@ -53,6 +53,9 @@ pub enum WebhooksCommand {
         id: Uuid,
         /// The delivery to send again.
         delivery_id: Uuid,
+        /// The limit on redeliveries waiting to be sent applies here.
+        #[command(flatten)]
+        config: WebhookConfig,
     },
     /// Send a signed `ping` event to a subscription now and print the
     /// outcome; fails unless the receiver answers 2xx.
@@ -144,10 +147,20 @@ pub async fn run(
                 (now + overlap).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
             );
         }
-        WebhooksCommand::Redeliver { id, delivery_id } => {
-            let queued = redelivery::redeliver_for_operator(conn, id, delivery_id, clock.now())
-                .await
-                .map_err(operator_error)?;
+        WebhooksCommand::Redeliver {
+            id,
+            delivery_id,
+            config,
+        } => {
+            let queued = redelivery::redeliver_for_operator(
+                conn,
+                id,
+                delivery_id,
+                config.webhook_max_pending_redeliveries,
+                clock.now(),
+            )
+            .await
+            .map_err(operator_error)?;
             println!(
                 "queued delivery {} (a redelivery of {delivery_id}); the server's delivery job sends it",
                 queued.id

@@ -226,6 +226,10 @@ impl From<SubscriptionError> for ApiError {
                 code: "delivery_not_finished",
                 message: err.to_string(),
             },
+            SubscriptionError::RedeliveryLimit { .. } => ApiError::Conflict {
+                code: "redelivery_limit",
+                message: err.to_string(),
+            },
             SubscriptionError::Database(e) => ApiError::internal(e),
         }
     }
@@ -383,7 +387,7 @@ pub async fn rotate_secret(
         (status = 202, body = DeliveryEnvelope, description = "The new delivery, queued"),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
         (status = 404, body = ErrorBody, description = "No such subscription of the caller's account, or no such delivery of it"),
-        (status = 409, body = ErrorBody, description = "`delivery_not_finished`: the delivery is still pending; `subscription_disabled`: the subscription is disabled"),
+        (status = 409, body = ErrorBody, description = "`delivery_not_finished`: the delivery is still pending; `subscription_disabled`: the subscription is disabled; `redelivery_limit`: the subscription's redeliveries waiting to be sent are at their limit (20 unless configured otherwise)"),
         (status = 429, body = ErrorBody),
     ),
     security(("bearerAuth" = [])))]
@@ -398,6 +402,7 @@ pub async fn redeliver(
         caller.account_id,
         id,
         delivery_id,
+        state.settings.webhooks.webhook_max_pending_redeliveries,
         state.clock.now(),
     )
     .await?;

@@ -43,6 +43,10 @@ pub enum SubscriptionError {
     Disabled,
     #[error("the delivery is still pending; it can be redelivered once it has succeeded or failed")]
     DeliveryNotFinished,
+    #[error(
+        "this webhook subscription already has {limit} redeliveries waiting to be sent, the most it may have; redeliver again once some have finished"
+    )]
+    RedeliveryLimit { limit: u32 },
     #[error(transparent)]
     Database(#[from] DbErr),
 }

@@ -56,6 +56,7 @@ fn dev_config() -> WebhookConfig {
         webhook_timeout_ms: 2_000,
         webhook_disable_after: 15,
         webhook_secret_overlap_hours: 24,
+        webhook_max_pending_redeliveries: 20,
         webhook_allow_insecure_targets: true,
     }
 }

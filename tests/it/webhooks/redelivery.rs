@@ -6,10 +6,11 @@
 use entity::DeliveryStatus;
 use serde_json::Value;
 use uuid::Uuid;
+use vitrina::config::WebhookConfig;
 use vitrina::webhooks::enqueue_session_completed;
 
 use super::rotation::{assert_signed_with, subscribe_and_rotate};
-use super::{Hooks, STATS, WEBHOOKS, call, disable, verify};
+use super::{Hooks, STATS, WEBHOOKS, call, dev_config, disable, verify};
 use crate::helpers::cli::{assert_clean_failure, stdout, vitrina_alongside};
 use crate::helpers::receiver::Reply;
 
@@ -127,6 +128,33 @@ async fn a_failed_delivery_can_be_redelivered_more_than_once_and_each_retries_li
     let (status, body) = redeliver(&h, &h.key, id, retrying.id).await;
     assert_eq!(status, 409, "{body}");
     assert_eq!(body["error"]["code"], "delivery_not_finished", "{body}");
+}
+
+#[tokio::test]
+async fn redeliveries_waiting_to_be_sent_are_capped_even_when_asked_at_once() {
+    let config = WebhookConfig {
+        webhook_max_pending_redeliveries: 3,
+        ..dev_config()
+    };
+    let mut h = Hooks::start_with(config).await;
+    let (id, _, original) = finished_delivery(&mut h, Reply::Status(200)).await;
+
+    let asked = (0..10).map(|_| redeliver(&h, &h.key, id, original));
+    let answers = futures_util::future::join_all(asked).await;
+    let accepted = answers.iter().filter(|(status, _)| *status == 202).count();
+    assert_eq!(accepted, 3, "{answers:?}");
+    for (status, body) in answers.iter().filter(|(status, _)| *status != 202) {
+        assert_eq!(*status, 409, "{body}");
+        assert_eq!(body["error"]["code"], "redelivery_limit", "{body}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains("already has 3 redeliveries"), "{message}");
+    }
+    assert_eq!(h.deliveries().await.len(), 1 + 3);
+
+    // Once they are sent there is room again.
+    h.deliver().await;
+    let (status, body) = redeliver(&h, &h.key, id, original).await;
+    assert_eq!(status, 202, "{body}");
 }
 
 #[tokio::test]
