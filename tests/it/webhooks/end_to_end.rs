@@ -98,6 +98,24 @@ async fn every_webhook_endpoint_answers_as_the_extension_document_says() {
     assert_eq!(status, 200, "{deliveries}");
     assert_eq!(deliveries["data"][0]["attempts"][0]["status_code"], 500);
     check("get", "/webhooks/{id}/deliveries", 200, &deliveries);
+
+    let pending = deliveries["data"][0]["id"].as_str().unwrap();
+    let redeliver = format!("{WEBHOOKS}/{id}/deliveries/{pending}/redeliver");
+    let redeliver_template = "/webhooks/{id}/deliveries/{delivery_id}/redeliver";
+    let (status, refused) = call(&h.app, &h.key, reqwest::Method::POST, &redeliver).await;
+    assert_eq!(status, 409, "{refused}");
+    check("post", redeliver_template, 409, &refused);
+    h.advance(TimeDelta::minutes(1));
+    h.receiver.script([Reply::Status(400)]);
+    h.deliver().await;
+    let (status, queued) = call(&h.app, &h.key, reqwest::Method::POST, &redeliver).await;
+    assert_eq!(status, 202, "{queued}");
+    check("post", redeliver_template, 202, &queued);
+    let ping = format!("{WEBHOOKS}/{id}/test");
+    let (status, pinged) = call(&h.app, &h.key, reqwest::Method::POST, &ping).await;
+    assert_eq!(status, 200, "{pinged}");
+    check("post", "/webhooks/{id}/test", 200, &pinged);
+
     let (status, disabled) = disable(&h.app, &h.key, id).await;
     assert_eq!(status, 200, "{disabled}");
     check("delete", "/webhooks/{id}", 200, &disabled);
