@@ -11,7 +11,7 @@ use sea_orm::{DatabaseConnection, EntityTrait, PaginatorTrait, QueryOrder};
 use vitrina::clock::Clock;
 use vitrina::seed::{self, SeedOptions};
 
-use crate::helpers::{TestApp, TestDb};
+use crate::helpers::{TestApp, TestDb, migrate_down_through};
 
 #[tokio::test]
 async fn migrations_apply_and_are_rerunnable() {
@@ -53,7 +53,7 @@ async fn category_rows_of_existing_products_get_their_first_sighting_when_migrat
     };
     seed::seed(&db, &options).await.expect("seed");
     // Back to the schema before the column, data kept, then forward again.
-    Migrator::down(&db, Some(1)).await.expect("down one");
+    migrate_down_through(&db, "m20261123_000003_category_newest").await;
     vitrina::db::migrate(&db).await.expect("up");
 
     let products: HashMap<_, _> = product::Entity::find()

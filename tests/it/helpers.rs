@@ -124,6 +124,20 @@ impl TestDb {
     }
 }
 
+/// Rolls `db` back to just before the migration `name`, undoing every
+/// later one too: a test of one migration keeps testing it when more are
+/// added.
+pub async fn migrate_down_through(db: &DatabaseConnection, name: &str) {
+    use migration::{Migrator, MigratorTrait};
+    let since = Migrator::migrations()
+        .iter()
+        .rev()
+        .position(|m| m.name() == name)
+        .unwrap_or_else(|| panic!("no migration {name}"));
+    let steps = u32::try_from(since + 1).expect("few migrations");
+    Migrator::down(db, Some(steps)).await.expect("down");
+}
+
 /// The instant every test clock starts at.
 pub fn test_start() -> chrono::DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 20, 12, 0, 0)

@@ -394,9 +394,18 @@ async fn every_operation_has_its_own_id_naming_its_verb_and_noun() {
         // What client generators name their methods after: a verb, then the
         // noun in camelCase (`listProducts`), never a bare handler name.
         for id in &ids {
-            let verb = ["list", "get", "create", "disable", "upload", "rotate"]
-                .into_iter()
-                .find(|verb| id.starts_with(verb));
+            let verb = [
+                "list",
+                "get",
+                "create",
+                "disable",
+                "upload",
+                "rotate",
+                "redeliver",
+                "test",
+            ]
+            .into_iter()
+            .find(|verb| id.starts_with(verb));
             let noun = verb.map(|verb| &id[verb.len()..]);
             assert!(
                 noun.is_some_and(|noun| noun.starts_with(|c: char| c.is_ascii_uppercase())

@@ -12,6 +12,7 @@ use vitrina::webhooks::enqueue_session_completed;
 use super::rotation::{assert_signed_with, subscribe_and_rotate};
 use super::{Hooks, STATS, WEBHOOKS, call, dev_config, disable, verify};
 use crate::helpers::cli::{assert_clean_failure, stdout, vitrina_alongside};
+use crate::helpers::migrate_down_through;
 use crate::helpers::receiver::Reply;
 
 async fn redeliver(h: &Hooks, key: &str, id: Uuid, delivery: Uuid) -> (u16, Value) {
@@ -289,7 +290,6 @@ async fn cli_redelivers_a_finished_delivery() {
 
 #[tokio::test]
 async fn rolling_the_migration_back_drops_redeliveries_and_keeps_the_rest() {
-    use migration::{Migrator, MigratorTrait};
     use sea_orm::{ConnectionTrait, Statement};
 
     let mut h = Hooks::start().await;
@@ -297,10 +297,7 @@ async fn rolling_the_migration_back_drops_redeliveries_and_keeps_the_rest() {
     let (status, body) = redeliver(&h, &h.key, id, original).await;
     assert_eq!(status, 202, "{body}");
     h.deliver().await;
-    let last = Migrator::migrations().pop().expect("migrations");
-    assert_eq!(last.name(), "m20261127_000014_webhook_redelivery");
-
-    Migrator::down(&h.app.db, Some(1)).await.expect("down");
+    migrate_down_through(&h.app.db, "m20261127_000014_webhook_redelivery").await;
     let backend = h.app.db.get_database_backend();
     let ids = h
         .app
