@@ -9,7 +9,6 @@
 
 use chrono::{DateTime, Utc};
 use sea_orm::DatabaseConnection;
-use serde::Serialize;
 use uuid::Uuid;
 
 use super::retry::{self, Outcome};
@@ -19,15 +18,6 @@ use super::subscriptions::{self, SubscriptionError};
 
 /// The test event's kind (`X-Vitrina-Event` and `event`).
 pub const PING: &str = "ping";
-
-/// The body of a ping: the delivery payload's `event` and `user_id`, and the
-/// subscription it tests in place of a session.
-#[derive(Debug, Serialize)]
-struct Ping {
-    event: &'static str,
-    user_id: Uuid,
-    webhook_id: Uuid,
-}
 
 /// What became of a ping.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,12 +41,14 @@ pub async fn ping(
     now: DateTime<Utc>,
 ) -> Result<PingReport, SubscriptionError> {
     let subscription = subscriptions::find_active(db, account_id, subscription_id).await?;
-    let body = serde_json::to_string(&Ping {
-        event: PING,
-        user_id: account_id,
-        webhook_id: subscription_id,
+    // The delivery payload's `event` and `user_id`, and the subscription it
+    // tests in place of a session.
+    let body = serde_json::json!({
+        "event": PING,
+        "user_id": account_id,
+        "webhook_id": subscription_id,
     })
-    .expect("ids serialize");
+    .to_string();
     let message = Message {
         id: Uuid::new_v4(),
         event: PING,
