@@ -27,7 +27,7 @@ use futures_util::{SinkExt, StreamExt};
 use super::meter::Meter;
 use super::response::{self, accepts, api_error, request_error, respond};
 use super::{RequestData, Schemas, cost, gql, limits, persisted};
-use crate::http::conditional::{is_fresh, mark, not_modified};
+use crate::http::conditional::{mark, not_modified_if_fresh};
 use crate::http::{ApiError, access};
 use crate::limits::RateDecision;
 use crate::state::AppState;
@@ -222,15 +222,14 @@ async fn execute(
                 [(response, _)] if conditional => response::tag(headers, response),
                 _ => None,
             };
-            if let (Some(tag), Some(counted)) = (&tag, &rate)
-                && is_fresh(headers, tag)
-            {
+            if let (Some(mut http), Some(counted)) = (
+                tag.as_ref()
+                    .and_then(|tag| not_modified_if_fresh(headers, tag)),
+                &rate,
+            ) {
                 // The client holds this answer: its rows are not sent, so
                 // not charged, and the request is given back.
                 let refunded = access::refund(&endpoint.state, data.caller(), counted).await;
-                let mut marked = HeaderMap::new();
-                mark(&mut marked, tag.clone());
-                let mut http = not_modified(&marked);
                 access::rate_headers(&refunded, http.headers_mut());
                 return http;
             }

@@ -66,10 +66,25 @@ pub fn not_modified(marked: &HeaderMap) -> Response {
     response
 }
 
+/// `304 Not Modified` when the request names `tag` (the answer it would
+/// get, with the default `Cache-Control`): for handlers that must decide
+/// before they finish, such as before they charge the quota.
+pub fn not_modified_if_fresh(request: &HeaderMap, tag: &ETag) -> Option<Response> {
+    is_fresh(request, tag).then(|| {
+        let mut marked = HeaderMap::new();
+        mark(&mut marked, tag.clone());
+        not_modified(&marked)
+    })
+}
+
 /// Middleware for GET routes: tags every 200 (hashing its body unless the
 /// handler tagged it) and answers 304 when the client holds it already.
 pub async fn revalidate(request: Request, next: Next) -> Response {
-    let asked = request.headers().clone();
+    // Only the header it compares: the rest of the request is not needed.
+    let mut asked = HeaderMap::new();
+    if let Some(value) = request.headers().get(header::IF_NONE_MATCH) {
+        asked.insert(header::IF_NONE_MATCH, value.clone());
+    }
     let response = next.run(request).await;
     if response.status() != StatusCode::OK {
         return response;

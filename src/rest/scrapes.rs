@@ -103,12 +103,11 @@ pub async fn products(
     // Tagged here, not by `conditional::revalidate`: a client that holds
     // these rows already is answered 304 before they are charged.
     let tag = conditional::tag(&body);
-    if let Some(tag) = &tag
-        && conditional::is_fresh(&headers, tag)
+    if let Some(not_modified) = tag
+        .as_ref()
+        .and_then(|tag| conditional::not_modified_if_fresh(&headers, tag))
     {
-        let mut marked = HeaderMap::new();
-        conditional::mark(&mut marked, tag.clone());
-        return Ok(conditional::not_modified(&marked));
+        return Ok(not_modified);
     }
     let outcome = quota::charge(
         &state.db,
