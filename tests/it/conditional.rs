@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 use vitrina::config::{Limits, Settings};
 
+use crate::helpers::graphql::post_response;
 use crate::helpers::uploads::{item, send};
 use crate::helpers::{TestApp, header, required_header};
 
@@ -75,6 +76,29 @@ async fn revalidated_until_a_merge(path_of: impl Fn(&str) -> String) {
         assert_eq!(remaining(&again, "x-ratelimit-remaining"), left, "{path}");
         assert_not_modified(again, &etag, "private, no-cache").await;
     }
+    // As browsers ask: compressed. The tag is the answer's, not its bytes'.
+    let compressed = app
+        .client
+        .get(app.url(&path))
+        .bearer_auth(&key)
+        .header("accept-encoding", "gzip, deflate, br")
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(compressed.status(), 200, "{path}");
+    assert_eq!(required_header(&compressed, "etag"), etag, "{path}");
+    let left = left - 1;
+    let again = app
+        .client
+        .get(app.url(&path))
+        .bearer_auth(&key)
+        .header("accept-encoding", "gzip, deflate, br")
+        .header("if-none-match", &etag)
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(again.status(), 304, "{path}");
+    assert_eq!(remaining(&again, "x-ratelimit-remaining"), left, "{path}");
     let other_tag = get(&app, &key, &path, Some("W/\"other\"")).await;
     assert_eq!(other_tag.status(), 200, "{path}");
     assert_eq!(
@@ -218,14 +242,7 @@ async fn errors_and_posts_carry_no_tag() {
     assert_eq!(failed.status(), 200);
     assert_eq!(header(&failed, "etag"), None, "an answer with errors");
 
-    let posted = app
-        .client
-        .post(app.url("/graphql"))
-        .bearer_auth(&key)
-        .json(&json!({ "query": "{brands{brand}}" }))
-        .send()
-        .await
-        .expect("request");
+    let posted = post_response(&app, &key, "{brands{brand}}").await;
     assert_eq!(posted.status(), 200);
     assert_eq!(header(&posted, "etag"), None, "a POST");
 }

@@ -9,7 +9,9 @@ use sea_orm::EntityTrait;
 use serde_json::{Value, json};
 
 use crate::fixtures::{insert_session, insert_submission};
-use crate::helpers::graphql::{as_rest, data, demo_app, nodes, only_error_code, post, with_shapes};
+use crate::helpers::graphql::{
+    as_rest, data, demo_app, nodes, only_error_code, post, post_response, with_shapes,
+};
 use crate::helpers::{TestApp, daily_quota, ids, rest_error, session_with, test_start};
 
 const SESSIONS: &str = r#"query {
@@ -283,13 +285,6 @@ async fn metered_graphql_responses_carry_the_quota_headers_and_refusals_a_retry_
         "seconds to the next UTC midnight"
     );
 
-    let unmetered = app
-        .client
-        .post(app.url("/graphql"))
-        .bearer_auth(&key)
-        .json(&json!({ "query": "{ brands { brand } }" }))
-        .send()
-        .await
-        .unwrap();
+    let unmetered = post_response(&app, &key, "{ brands { brand } }").await;
     assert!(unmetered.headers().get("x-quota-limit").is_none());
 }

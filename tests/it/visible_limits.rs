@@ -9,7 +9,7 @@ use reqwest::Response;
 use serde_json::{Value, json};
 use vitrina::config::Limits;
 
-use crate::helpers::graphql::post;
+use crate::helpers::graphql::{post, post_response};
 use crate::helpers::{TestApp, iso, required_header, session_with, test_start};
 use crate::ws;
 
@@ -127,14 +127,7 @@ async fn graphql_responses_carry_their_cost_and_the_budget_left() {
     let (app, key) = app().await;
     let session = session_with(&app, &key, 3, 0).await;
 
-    let response = app
-        .client
-        .post(app.url("/graphql"))
-        .bearer_auth(&key)
-        .json(&json!({ "query": "{brands{brand}}" }))
-        .send()
-        .await
-        .expect("request");
+    let response = post_response(&app, &key, "{brands{brand}}").await;
     let rate_left = number(&response, "x-ratelimit-remaining");
     let body: Value = response.json().await.expect("JSON");
     let cost = &body["extensions"]["cost"];

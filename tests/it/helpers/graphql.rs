@@ -25,6 +25,18 @@ pub async fn post(app: &TestApp, key: Option<&str>, query: &str, variables: Valu
     (status, body)
 }
 
+/// POSTs `query` as `key` and hands back the response, for tests of its
+/// headers.
+pub async fn post_response(app: &TestApp, key: &str, query: &str) -> reqwest::Response {
+    app.client
+        .post(app.url("/graphql"))
+        .bearer_auth(key)
+        .json(&json!({ "query": query }))
+        .send()
+        .await
+        .expect("request")
+}
+
 /// The `data` of a query that must succeed without errors.
 pub async fn data(app: &TestApp, key: &str, query: &str, variables: Value) -> Value {
     let (status, body) = post(app, Some(key), query, variables).await;
