@@ -341,6 +341,16 @@ pub struct HttpConfig {
     /// be revalidated (`no-cache`, with its ETag). 0 revalidates them too.
     #[arg(long, env = "VITRINA_SNAPSHOT_MAX_AGE_SECS", default_value_t = 300)]
     pub snapshot_max_age_secs: u64,
+
+    /// Longest `X-Request-Id` of a client's that is kept (echoed and
+    /// logged); a longer one, or one with characters other than ASCII
+    /// letters, digits and `-_.:`, is replaced by a new UUID.
+    #[arg(
+        long,
+        env = "VITRINA_HTTP_MAX_REQUEST_ID_CHARS",
+        default_value_t = crate::server::request_id::DEFAULT_MAX_REQUEST_ID_CHARS
+    )]
+    pub http_max_request_id_chars: usize,
 }
 
 impl Default for HttpConfig {
@@ -353,6 +363,7 @@ impl Default for HttpConfig {
             http_max_connections: None,
             shutdown_grace_secs: 30,
             snapshot_max_age_secs: 300,
+            http_max_request_id_chars: crate::server::request_id::DEFAULT_MAX_REQUEST_ID_CHARS,
         }
     }
 }

@@ -4,6 +4,7 @@ mod body_rate;
 pub mod connections;
 mod health;
 pub mod middleware;
+pub mod request_id;
 
 use std::future::Future;
 

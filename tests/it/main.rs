@@ -28,6 +28,7 @@ mod graphql_reads;
 mod graphql_schema;
 mod graphql_sessions;
 mod hostile_params;
+mod hostile_request_id;
 mod metrics;
 mod modules;
 mod pipeline;
