@@ -329,6 +329,18 @@ pub struct HttpConfig {
     )]
     pub http_max_connections: Option<u64>,
 
+    /// Most connections one client address (an IPv6 /64) may hold open at
+    /// once; one more is answered 429 `too_many_connections` and closed
+    /// [default: a sixteenth of the connection cap, 256 of 4,096]. Behind a
+    /// proxy every connection comes from the proxy's address: raise it to
+    /// the cap there.
+    #[arg(
+        long,
+        env = "VITRINA_HTTP_MAX_CONNECTIONS_PER_CLIENT",
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub http_max_connections_per_client: Option<u64>,
+
     /// Seconds a shutdown (SIGTERM or SIGINT) waits for requests in flight
     /// and for the jobs' current work to finish; then the connections still
     /// open are cut. No connection is accepted meanwhile.
@@ -361,6 +373,7 @@ impl Default for HttpConfig {
             http_body_min_rate: 8 * 1024,
             http_idle_timeout_ms: 60_000,
             http_max_connections: None,
+            http_max_connections_per_client: None,
             shutdown_grace_secs: 30,
             snapshot_max_age_secs: 300,
             http_max_request_id_chars: crate::server::request_id::DEFAULT_MAX_REQUEST_ID_CHARS,

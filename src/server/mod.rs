@@ -2,6 +2,7 @@
 
 mod body_rate;
 pub mod connections;
+mod fairness;
 mod health;
 pub mod middleware;
 pub mod request_id;

@@ -27,6 +27,7 @@ mod graphql_persisted;
 mod graphql_reads;
 mod graphql_schema;
 mod graphql_sessions;
+mod hostile_connections;
 mod hostile_params;
 mod hostile_request_id;
 mod metrics;
