@@ -20,7 +20,21 @@ pub struct DatabaseConfig {
     /// SQLite twice the CPU cores, at least 4].
     #[arg(long, env = "VITRINA_DB_MAX_CONNECTIONS", global = true)]
     pub db_max_connections: Option<u32>,
+
+    /// Milliseconds a statement may wait for a pooled connection, and then
+    /// for a lock (SQLite's busy timeout, PostgreSQL's `lock_timeout`);
+    /// then the request is answered 503 `unavailable`. Twice it must stay
+    /// below `--graphql-deadline-ms`, so that a request waiting on both is
+    /// answered within its deadline.
+    #[arg(long, env = "VITRINA_DB_WAIT_MS", default_value_t = DEFAULT_DB_WAIT_MS,
+        value_parser = clap::value_parser!(u64).range(1..), global = true)]
+    pub db_wait_ms: u64,
 }
+
+/// Milliseconds a statement waits for a connection, and for a lock, when
+/// `VITRINA_DB_WAIT_MS` is not set: long enough to ride out a merge batch
+/// holding SQLite's write lock or a PostgreSQL restart of a second or two.
+pub const DEFAULT_DB_WAIT_MS: u64 = 3_000;
 
 /// Settings of the HTTP server and the jobs it runs.
 #[derive(Debug, Clone, Args)]
@@ -484,6 +498,11 @@ mod tests {
             format!("{:?}", parsed.serve.settings()),
             format!("{:?}", Settings::default())
         );
+    }
+
+    #[test]
+    fn twice_the_default_database_wait_fits_in_the_default_graphql_deadline() {
+        assert!(2 * DEFAULT_DB_WAIT_MS < GraphqlConfig::default().deadline_ms);
     }
 
     #[test]

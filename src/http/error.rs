@@ -224,20 +224,33 @@ impl From<QueryError> for ApiError {
             QueryError::Missing(m) => ApiError::MissingParameter(m),
             QueryError::Invalid(m) => ApiError::InvalidParameter(m),
             QueryError::NotFound => ApiError::NotFound,
-            QueryError::Database(e) => ApiError::internal(e),
+            QueryError::Database(e) => e.into(),
         }
     }
 }
 
+/// A database that is briefly out of reach is 503 `unavailable` (logged as
+/// a warning); any other database error is unexpected.
 impl From<sea_orm::DbErr> for ApiError {
     fn from(err: sea_orm::DbErr) -> Self {
-        ApiError::internal(err)
+        ApiError::from(&err)
+    }
+}
+
+impl From<&sea_orm::DbErr> for ApiError {
+    fn from(err: &sea_orm::DbErr) -> Self {
+        if crate::db::is_unavailable(err) {
+            tracing::warn!(error = %err, "the database is unavailable; answered 503");
+            ApiError::Unavailable(Unavailable::Database)
+        } else {
+            ApiError::internal(err)
+        }
     }
 }
 
 impl From<std::sync::Arc<sea_orm::DbErr>> for ApiError {
     fn from(err: std::sync::Arc<sea_orm::DbErr>) -> Self {
-        ApiError::internal(err)
+        ApiError::from(err.as_ref())
     }
 }
 

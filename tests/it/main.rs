@@ -13,6 +13,7 @@ mod cli;
 mod cli_errors;
 mod conditional;
 mod connections;
+mod db_unavailable;
 mod foundation;
 mod graphql_batching;
 mod graphql_catalog;
