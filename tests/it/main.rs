@@ -31,6 +31,7 @@ mod graphql_sessions;
 mod hostile_connections;
 mod hostile_params;
 mod hostile_request_id;
+mod hostile_sellers;
 mod metrics;
 mod modules;
 mod pipeline;
