@@ -64,17 +64,24 @@ async fn victim_keeping(app: &TestApp, path: &str, key: &str) -> (Answer, TcpStr
     (answer, stream)
 }
 
-#[tokio::test]
-async fn one_address_opening_all_it_can_leaves_probes_and_tenants_answered_at_once() {
-    const CAP: u64 = 32;
-    const PER_CLIENT: u64 = 8;
+/// The app with `cap` connections, `per_client` of them for one address,
+/// and a key.
+async fn capped(cap: u64, per_client: u64) -> (TestApp, String) {
     let app = spawn(HttpConfig {
-        http_max_connections: Some(CAP),
-        http_max_connections_per_client: Some(PER_CLIENT),
+        http_max_connections: Some(cap),
+        http_max_connections_per_client: Some(per_client),
         ..HttpConfig::default()
     })
     .await;
     let key = app.key("acme").await;
+    (app, key)
+}
+
+#[tokio::test]
+async fn one_address_opening_all_it_can_leaves_probes_and_tenants_answered_at_once() {
+    const CAP: u64 = 32;
+    const PER_CLIENT: u64 = 8;
+    let (app, key) = capped(CAP, PER_CLIENT).await;
 
     // The attacker opens four times the cap, as fast as it can.
     let mut opened = Vec::new();
@@ -138,13 +145,7 @@ async fn one_address_opening_all_it_can_leaves_probes_and_tenants_answered_at_on
 #[tokio::test]
 async fn as_the_cap_is_reached_the_connections_idle_longest_are_closed_first() {
     const CAP: u64 = 6;
-    let app = spawn(HttpConfig {
-        http_max_connections: Some(CAP),
-        http_max_connections_per_client: Some(CAP),
-        ..HttpConfig::default()
-    })
-    .await;
-    let key = app.key("acme").await;
+    let (app, key) = capped(CAP, CAP).await;
     let mut busy = Vec::new();
     for n in 0..3 {
         busy.push(half_sent(attacker(n), app.addr).await);
@@ -184,13 +185,7 @@ async fn as_the_cap_is_reached_the_connections_idle_longest_are_closed_first() {
 async fn with_every_slot_held_by_busy_connections_the_probes_are_answered_and_other_requests_refused()
  {
     const CAP: u64 = 4;
-    let app = spawn(HttpConfig {
-        http_max_connections: Some(CAP),
-        http_max_connections_per_client: Some(CAP),
-        ..HttpConfig::default()
-    })
-    .await;
-    let key = app.key("acme").await;
+    let (app, key) = capped(CAP, CAP).await;
     let mut busy = Vec::new();
     for _ in 0..CAP {
         busy.push(half_sent(attacker(0), app.addr).await);
