@@ -132,7 +132,10 @@ impl Cli {
         };
         let clock: SharedClock = std::sync::Arc::new(SystemClock);
         match self.command {
-            Command::Serve { config, demo } => serve(conn, clock, config, demo).await,
+            Command::Serve { config, demo } => {
+                waits_fit_the_deadline(&self.database, &config)?;
+                serve(conn, clock, config, demo).await
+            }
             Command::Migrate => {
                 for name in db::migrate(&conn).await? {
                     println!("applied {name}");
@@ -169,6 +172,19 @@ impl Cli {
             Command::Schema { .. } | Command::Openapi { .. } => Ok(()),
         }
     }
+}
+
+/// A request may wait `VITRINA_DB_WAIT_MS` for a connection and as long
+/// again for a lock; both must fit in the GraphQL deadline, or a request
+/// would be answered `TIMEOUT` where it should be `UNAVAILABLE`.
+fn waits_fit_the_deadline(database: &DatabaseConfig, config: &ServeConfig) -> Result<(), Error> {
+    let (wait, deadline) = (database.db_wait_ms, config.graphql.deadline_ms);
+    if wait.saturating_mul(2) >= deadline {
+        return Err(Error::Invalid(format!(
+            "VITRINA_DB_WAIT_MS is {wait}: twice it must be below VITRINA_GRAPHQL_DEADLINE_MS ({deadline})"
+        )));
+    }
+    Ok(())
 }
 
 /// Writes a generated document to `out`, or to standard output.

@@ -20,7 +20,21 @@ pub struct DatabaseConfig {
     /// SQLite twice the CPU cores, at least 4].
     #[arg(long, env = "VITRINA_DB_MAX_CONNECTIONS", global = true)]
     pub db_max_connections: Option<u32>,
+
+    /// Milliseconds a statement may wait for a pooled connection, and then
+    /// for a lock (SQLite's busy timeout, PostgreSQL's `lock_timeout`);
+    /// then the request is answered 503 `unavailable`. Twice it must stay
+    /// below `--graphql-deadline-ms`, so that a request waiting on both is
+    /// answered within its deadline.
+    #[arg(long, env = "VITRINA_DB_WAIT_MS", default_value_t = DEFAULT_DB_WAIT_MS,
+        value_parser = clap::value_parser!(u64).range(1..), global = true)]
+    pub db_wait_ms: u64,
 }
+
+/// Milliseconds a statement waits for a connection, and for a lock, when
+/// `VITRINA_DB_WAIT_MS` is not set: long enough to ride out a merge batch
+/// holding SQLite's write lock or a PostgreSQL restart of a second or two.
+pub const DEFAULT_DB_WAIT_MS: u64 = 3_000;
 
 /// Settings of the HTTP server and the jobs it runs.
 #[derive(Debug, Clone, Args)]
@@ -329,6 +343,18 @@ pub struct HttpConfig {
     )]
     pub http_max_connections: Option<u64>,
 
+    /// Most connections one client address (an IPv6 /64) may hold open at
+    /// once; one more is answered 429 `too_many_connections` and closed
+    /// [default: a sixteenth of the connection cap, 256 of 4,096]. Behind a
+    /// proxy every connection comes from the proxy's address: raise it to
+    /// the cap there.
+    #[arg(
+        long,
+        env = "VITRINA_HTTP_MAX_CONNECTIONS_PER_CLIENT",
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub http_max_connections_per_client: Option<u64>,
+
     /// Seconds a shutdown (SIGTERM or SIGINT) waits for requests in flight
     /// and for the jobs' current work to finish; then the connections still
     /// open are cut. No connection is accepted meanwhile.
@@ -341,6 +367,16 @@ pub struct HttpConfig {
     /// be revalidated (`no-cache`, with its ETag). 0 revalidates them too.
     #[arg(long, env = "VITRINA_SNAPSHOT_MAX_AGE_SECS", default_value_t = 300)]
     pub snapshot_max_age_secs: u64,
+
+    /// Longest `X-Request-Id` of a client's that is kept (echoed and
+    /// logged); a longer one, or one with characters other than ASCII
+    /// letters, digits and `-_.:`, is replaced by a new UUID.
+    #[arg(
+        long,
+        env = "VITRINA_HTTP_MAX_REQUEST_ID_CHARS",
+        default_value_t = crate::server::request_id::DEFAULT_MAX_REQUEST_ID_CHARS
+    )]
+    pub http_max_request_id_chars: usize,
 }
 
 impl Default for HttpConfig {
@@ -351,8 +387,10 @@ impl Default for HttpConfig {
             http_body_min_rate: 8 * 1024,
             http_idle_timeout_ms: 60_000,
             http_max_connections: None,
+            http_max_connections_per_client: None,
             shutdown_grace_secs: 30,
             snapshot_max_age_secs: 300,
+            http_max_request_id_chars: crate::server::request_id::DEFAULT_MAX_REQUEST_ID_CHARS,
         }
     }
 }
@@ -460,6 +498,11 @@ mod tests {
             format!("{:?}", parsed.serve.settings()),
             format!("{:?}", Settings::default())
         );
+    }
+
+    #[test]
+    fn twice_the_default_database_wait_fits_in_the_default_graphql_deadline() {
+        assert!(2 * DEFAULT_DB_WAIT_MS < GraphqlConfig::default().deadline_ms);
     }
 
     #[test]

@@ -6,6 +6,16 @@
 //! others open one that exists and is migrated, or say which command to run.
 //! A database that cannot be reached or opened is reported at once, in words
 //! that say what to do ([`OpenError`]).
+//!
+//! Once serving, no statement waits longer than `VITRINA_DB_WAIT_MS` for a
+//! pooled connection, nor again as long for a lock (SQLite's busy timeout,
+//! PostgreSQL's `lock_timeout`); a database out of reach that long is
+//! answered 503 `unavailable` ([`is_unavailable`]), within the request
+//! deadline, and `/readyz` fails meanwhile ([`ready`]).
+
+mod availability;
+
+pub use availability::is_unavailable;
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -58,22 +68,26 @@ async fn open(config: &DatabaseConfig, create: bool) -> Result<DatabaseConnectio
         (DbBackend::Postgres, _) => probe_postgres(url).await?,
         _ => {}
     }
+    let wait = Duration::from_millis(config.db_wait_ms);
     let mut options = ConnectOptions::new(url.to_owned());
     options
         .max_connections(pool_size(config.db_max_connections, backend))
         .min_connections(1)
         .connect_timeout(CONNECT_TIMEOUT)
-        .acquire_timeout(Duration::from_secs(10))
+        .acquire_timeout(wait)
         // Pinging on every acquire costs a round trip per statement (a REST
         // product page sends six). Only a connection idle long enough to have
         // been dropped by the server or a proxy is checked before use.
         .test_before_acquire_if_idle_for(Duration::from_secs(30))
         .sqlx_logging(false)
+        .map_sqlx_postgres_opts(move |opts| {
+            opts.options([("lock_timeout", format!("{}ms", wait.as_millis()))])
+        })
         .map_sqlx_sqlite_opts(move |opts| {
             opts.create_if_missing(create)
                 .journal_mode(sea_orm::sqlx::sqlite::SqliteJournalMode::Wal)
                 .synchronous(sea_orm::sqlx::sqlite::SqliteSynchronous::Normal)
-                .busy_timeout(Duration::from_secs(10))
+                .busy_timeout(wait)
                 .foreign_keys(true)
         });
     Database::connect(options)
@@ -93,9 +107,62 @@ pub async fn migrate(db: &DatabaseConnection) -> Result<Vec<String>, Error> {
     Ok(pending)
 }
 
-/// Checks the database answers, for the readiness probe.
-pub async fn ping(db: &DatabaseConnection) -> bool {
-    db.ping().await.is_ok()
+/// Longest the readiness probe waits for the database (a connection, and on
+/// SQLite the write lock): load balancers give a probe a second or a few.
+const READY_WAIT: Duration = Duration::from_millis(1000);
+
+/// Whether requests can use the database now, for the readiness probe: a
+/// connection is handed out and answers within [`READY_WAIT`], and on
+/// SQLite the write lock can be taken (a plain `SELECT 1` still succeeds
+/// while another process holds it, but every upload fails).
+pub async fn ready(db: &DatabaseConnection) -> bool {
+    let check = match db.get_database_backend() {
+        DbBackend::Sqlite => {
+            // Spawned: a probe given up mid-way must not hand its
+            // connection back with the busy timeout changed.
+            let pool = db.get_sqlite_connection_pool().clone();
+            let wait = READY_WAIT;
+            let writable = tokio::spawn(async move { sqlite_writable(&pool, wait).await });
+            futures_util::future::Either::Left(async { matches!(writable.await, Ok(true)) })
+        }
+        _ => futures_util::future::Either::Right(async { db.ping().await.is_ok() }),
+    };
+    tokio::time::timeout(READY_WAIT * 2, check)
+        .await
+        .unwrap_or(false)
+}
+
+/// Takes SQLite's write lock and gives it back, waiting at most `wait` for
+/// it, on a connection of `pool` whose own busy timeout is then restored.
+async fn sqlite_writable(pool: &sqlx::SqlitePool, wait: Duration) -> bool {
+    let Ok(Ok(mut conn)) = tokio::time::timeout(wait, pool.acquire()).await else {
+        return false;
+    };
+    let busy: Result<i64, _> = sqlx::query_scalar("PRAGMA busy_timeout")
+        .fetch_one(&mut *conn)
+        .await;
+    let Ok(busy) = busy else {
+        return false;
+    };
+    // Only integers are written into it.
+    let set = |ms: i64| sqlx::AssertSqlSafe(format!("PRAGMA busy_timeout = {ms}"));
+    let wait_ms = i64::try_from(wait.as_millis()).unwrap_or(i64::MAX);
+    let mut writable = sqlx::raw_sql(set(wait_ms))
+        .execute(&mut *conn)
+        .await
+        .is_ok()
+        && sqlx::raw_sql("BEGIN IMMEDIATE")
+            .execute(&mut *conn)
+            .await
+            .is_ok();
+    if writable {
+        writable = sqlx::raw_sql("ROLLBACK").execute(&mut *conn).await.is_ok();
+    }
+    if sqlx::raw_sql(set(busy)).execute(&mut *conn).await.is_err() {
+        // Not handed back with another busy timeout than the pool's.
+        conn.detach();
+    }
+    writable
 }
 
 /// The pool size: as configured, else by backend. SQLite runs every query

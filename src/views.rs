@@ -379,7 +379,9 @@ impl From<SellerView> for Seller {
             tin: s.tin,
             psrn: s.psrn,
             address: s.address,
-            url: s.url,
+            // A seller without a URL (NULL) shows an empty one, as its
+            // unknown tin, psrn and address.
+            url: s.url.unwrap_or_default(),
             stats: SellerStats {
                 rating: s.rating,
                 reg_date: s.reg_date,

@@ -17,8 +17,9 @@ pub struct Model {
     /// State registration number; empty when not known.
     pub psrn: String,
     pub address: String,
-    /// Storefront URL in normalized form.
-    pub url: String,
+    /// Storefront URL in normalized form; NULL when not known (never
+    /// empty), so that no lookup matches it.
+    pub url: Option<String>,
     #[sea_orm(column_type = "Double")]
     pub rating: f64,
     pub reg_date: Option<Date>,

@@ -230,7 +230,7 @@ impl From<SubscriptionError> for ApiError {
                 code: "redelivery_limit",
                 message: err.to_string(),
             },
-            SubscriptionError::Database(e) => ApiError::internal(e),
+            SubscriptionError::Database(e) => e.into(),
         }
     }
 }

@@ -11,12 +11,7 @@ use crate::query::QueryError;
 pub fn gql(err: impl Into<ApiError>) -> async_graphql::Error {
     let err: ApiError = err.into();
     let code = err.code().to_uppercase();
-    let retry_after = match err {
-        ApiError::RateLimited { retry_after } | ApiError::QuotaExceeded { retry_after } => {
-            Some(retry_after)
-        }
-        _ => None,
-    };
+    let retry_after = err.retry_after();
     async_graphql::Error::new(err.message()).extend_with(|_, ext| {
         ext.set("code", code);
         if let Some(seconds) = retry_after {

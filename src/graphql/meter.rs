@@ -89,7 +89,7 @@ impl Meter {
                 let report = charged(0, limit, remaining);
                 (ApiError::QuotaExceeded { retry_after }, Some(report))
             }
-            Err(e) => (ApiError::internal(e), None),
+            Err(e) => (ApiError::from(e), None),
         };
         let mut error = gql(refusal).into_server_error(metered.pos);
         error.path = metered.path;

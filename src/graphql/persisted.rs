@@ -106,7 +106,7 @@ impl PersistedQueries {
             match self.lookup(&hash).await {
                 Ok(Some(query)) => request.query = query,
                 Ok(None) => return Err(not_found()),
-                Err(e) => return Err(refusal(&ApiError::internal(e))),
+                Err(e) => return Err(refusal(&ApiError::from(e))),
             }
         } else if request.query.len() > self.max_bytes {
             // Refused by the document limit when priced, and never kept:

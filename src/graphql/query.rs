@@ -102,14 +102,20 @@ impl QueryRoot {
     }
 
     /// Sellers matching every given identifying parameter, ordered by
-    /// marketplace then sellerId. One TIN may sell on several marketplaces.
+    /// marketplace then sellerId: at most 100; when more matched, the HTTP
+    /// response carries `X-Result-Truncated: true`. One TIN may sell on
+    /// several marketplaces.
     async fn sellers(
         &self,
         ctx: &Context<'_>,
         lookup: SellerLookup,
     ) -> Result<Vec<Inline<Seller>>> {
         let found = Reads::of(ctx).run(|db| sellers::find(db, &lookup)).await?;
+        if found.truncated {
+            ctx.insert_http_header(sellers::TRUNCATED_HEADER, "true");
+        }
         Ok(found
+            .sellers
             .into_iter()
             .map(|s| Inline(Seller::counted(s)))
             .collect())

@@ -22,6 +22,7 @@ use super::meter::Meter;
 use super::parsed;
 use super::pricing::Validated;
 use super::{RequestData, cost};
+use crate::http::error::Unavailable;
 use crate::http::{ApiError, access, conditional};
 use crate::limits::RateDecision;
 
@@ -216,17 +217,28 @@ impl Extension for OverWebSocketExtension {
 /// Serializes a response in the media type the client accepts; every error
 /// carries an `extensions.code`, set where it arose (`codes.rs`). With
 /// `application/graphql-response+json` a request that never executed is a
-/// 400; errors during execution stay a 200 with partial (or null) data.
+/// 400; errors during execution stay a 200 with partial (or null) data,
+/// unless the database was unavailable for one of them: then the answer is
+/// 503 with `Retry-After`, as a request past its deadline, so that clients
+/// and proxies retry it.
 pub fn respond(headers: &HeaderMap, response: BatchResponse) -> Response {
-    let (failed_whole, body) = match &response {
-        BatchResponse::Single(r) => (request_failed(r), serde_json::to_vec(&Body::of(r))),
+    let (failed_whole, unavailable, body) = match &response {
+        BatchResponse::Single(r) => (
+            request_failed(r),
+            unavailable(r),
+            serde_json::to_vec(&Body::of(r)),
+        ),
         BatchResponse::Batch(rs) => (
             false,
+            rs.iter().any(unavailable),
             serde_json::to_vec(&rs.iter().map(Body::of).collect::<Vec<_>>()),
         ),
     };
     let media = media_type(headers);
-    let status = if media == GRAPHQL_RESPONSE && failed_whole {
+    let unavailable = unavailable.then_some(ApiError::Unavailable(Unavailable::Database));
+    let status = if let Some(error) = &unavailable {
+        error.status()
+    } else if media == GRAPHQL_RESPONSE && failed_whole {
         StatusCode::BAD_REQUEST
     } else {
         StatusCode::OK
@@ -240,7 +252,25 @@ pub fn respond(headers: &HeaderMap, response: BatchResponse) -> Response {
         .into_response();
     // Headers resolvers set, such as the quota of metered fields.
     http.headers_mut().extend(response.http_headers());
+    if let Some(seconds) = unavailable.and_then(|error| error.retry_after()) {
+        http.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+    }
     http
+}
+
+/// Whether an error of `response` is the database being unavailable.
+fn unavailable(response: &async_graphql::Response) -> bool {
+    let code = ApiError::Unavailable(Unavailable::Database)
+        .code()
+        .to_uppercase();
+    response.errors.iter().any(|error| {
+        error
+            .extensions
+            .as_ref()
+            .and_then(|extensions| extensions.get("code"))
+            .is_some_and(|value| *value == Value::String(code.clone()))
+    })
 }
 
 /// One operation's value: a poisoned lock still holds a whole value.

@@ -110,7 +110,7 @@ impl Seller {
     }
     /// Storefront URL.
     async fn url(&self) -> &str {
-        &self.model.url
+        self.model.url.as_deref().unwrap_or_default()
     }
     /// Rating, registration date, items sold and reviews as the marketplace shows them.
     async fn stats(&self) -> SellerStats {

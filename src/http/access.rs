@@ -44,7 +44,7 @@ pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Calle
     let key = bearer(headers).ok_or(ApiError::Unauthorized)?;
     accounts::authenticate(&state.db, key, state.clock.now())
         .await
-        .map_err(ApiError::internal)?
+        .map_err(ApiError::from)?
         .ok_or(ApiError::Unauthorized)
 }
 

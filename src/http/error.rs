@@ -62,6 +62,13 @@ pub enum ApiError {
     QuotaExceeded {
         retry_after: i64,
     },
+    /// A client address with its most connections open opened another.
+    TooManyConnections {
+        open: u64,
+        max: u64,
+    },
+    /// The service cannot answer now, for a reason that soon passes.
+    Unavailable(Unavailable),
     /// Something unexpected; the cause is logged where it is created.
     Internal,
 }
@@ -83,6 +90,8 @@ impl ApiError {
             ApiError::Conflict { code, .. } => code,
             ApiError::RateLimited { .. } => "rate_limited",
             ApiError::QuotaExceeded { .. } => "quota_exceeded",
+            ApiError::TooManyConnections { .. } => "too_many_connections",
+            ApiError::Unavailable(_) => "unavailable",
             ApiError::Internal => "internal_error",
         }
     }
@@ -96,13 +105,13 @@ impl ApiError {
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::RequestTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
             ApiError::UnsupportedMediaType { .. } => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ApiError::Timeout { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Timeout { .. } | ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
-            ApiError::RateLimited { .. } | ApiError::QuotaExceeded { .. } => {
-                StatusCode::TOO_MANY_REQUESTS
-            }
+            ApiError::RateLimited { .. }
+            | ApiError::QuotaExceeded { .. }
+            | ApiError::TooManyConnections { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -150,7 +159,32 @@ impl ApiError {
             ApiError::QuotaExceeded { .. } => {
                 "The daily data quota is exceeded; it resets at 00:00 UTC.".into()
             }
+            ApiError::TooManyConnections { open, max } => format!(
+                "This client address has {open} connections open, the most one address may have \
+                 (VITRINA_HTTP_MAX_CONNECTIONS_PER_CLIENT is {max}); reuse or close one."
+            ),
+            ApiError::Unavailable(Unavailable::Database) => format!(
+                "The database is briefly unavailable; retry in {UNAVAILABLE_RETRY_AFTER} seconds."
+            ),
+            ApiError::Unavailable(Unavailable::ConnectionCap { max }) => format!(
+                "The server has all its {max} connections open (VITRINA_HTTP_MAX_CONNECTIONS), \
+                 so this connection answers only /healthz and /readyz; retry in \
+                 {UNAVAILABLE_RETRY_AFTER} seconds."
+            ),
             ApiError::Internal => "An unexpected error occurred.".into(),
+        }
+    }
+
+    /// Seconds a client is told to wait (`Retry-After`) before it asks again.
+    pub fn retry_after(&self) -> Option<i64> {
+        match self {
+            ApiError::RateLimited { retry_after } | ApiError::QuotaExceeded { retry_after } => {
+                Some(*retry_after)
+            }
+            ApiError::TooManyConnections { .. } | ApiError::Unavailable(_) => {
+                Some(UNAVAILABLE_RETRY_AFTER)
+            }
+            _ => None,
         }
     }
 
@@ -160,6 +194,21 @@ impl ApiError {
         ApiError::Internal
     }
 }
+
+/// Why the service cannot answer now ([`ApiError::Unavailable`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unavailable {
+    /// The database cannot be reached, refuses connections, is locked by
+    /// another process, or the pool has no connection to give in time.
+    Database,
+    /// Every connection slot is taken: the connection was admitted on the
+    /// slice kept for the probes.
+    ConnectionCap { max: u64 },
+}
+
+/// The `Retry-After` of the refusals that pass within seconds: the database
+/// restarting or locked, connections held.
+pub const UNAVAILABLE_RETRY_AFTER: i64 = 1;
 
 fn sentence(text: &str) -> String {
     let mut out = text.to_owned();
@@ -175,20 +224,33 @@ impl From<QueryError> for ApiError {
             QueryError::Missing(m) => ApiError::MissingParameter(m),
             QueryError::Invalid(m) => ApiError::InvalidParameter(m),
             QueryError::NotFound => ApiError::NotFound,
-            QueryError::Database(e) => ApiError::internal(e),
+            QueryError::Database(e) => e.into(),
         }
     }
 }
 
+/// A database that is briefly out of reach is 503 `unavailable` (logged as
+/// a warning); any other database error is unexpected.
 impl From<sea_orm::DbErr> for ApiError {
     fn from(err: sea_orm::DbErr) -> Self {
-        ApiError::internal(err)
+        ApiError::from(&err)
+    }
+}
+
+impl From<&sea_orm::DbErr> for ApiError {
+    fn from(err: &sea_orm::DbErr) -> Self {
+        if crate::db::is_unavailable(err) {
+            tracing::warn!(error = %err, "the database is unavailable; answered 503");
+            ApiError::Unavailable(Unavailable::Database)
+        } else {
+            ApiError::internal(err)
+        }
     }
 }
 
 impl From<std::sync::Arc<sea_orm::DbErr>> for ApiError {
     fn from(err: std::sync::Arc<sea_orm::DbErr>) -> Self {
-        ApiError::internal(err)
+        ApiError::from(err.as_ref())
     }
 }
 
@@ -225,13 +287,13 @@ impl IntoResponse for ApiError {
             ApiError::MethodNotAllowed { allow: Some(allow) } => {
                 headers.insert(header::ALLOW, HeaderValue::from_static(allow));
             }
-            ApiError::RateLimited { retry_after } | ApiError::QuotaExceeded { retry_after } => {
-                headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
-            }
-            ApiError::RequestTimeout { .. } => {
+            ApiError::RequestTimeout { .. } | ApiError::TooManyConnections { .. } => {
                 headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
             }
             _ => {}
+        }
+        if let Some(seconds) = self.retry_after() {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
         response
     }

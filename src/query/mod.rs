@@ -159,6 +159,21 @@ pub fn storable_time(time: &DateTime<Utc>) -> bool {
 }
 
 /// Every given value of `texts` (parameter name, value) passes [`check_text`].
+/// A URL parameter `name`, given and not empty, must leave something to
+/// match once normalized ([`text::url_key`]): one that leaves nothing would
+/// match every row stored without a URL.
+fn check_url(name: &str, value: &Option<String>) -> Result<(), QueryError> {
+    match value.as_deref() {
+        Some(url) if !url.is_empty() && crate::text::url_key(url).is_none() => {
+            Err(QueryError::Invalid(format!(
+                "{name} must be an address: nothing is left of it once its query string, \
+                 fragment, scheme and spaces are removed"
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
 fn check_texts(texts: &[(&str, &Option<String>)]) -> Result<(), QueryError> {
     for (name, value) in texts {
         if let Some(value) = value {

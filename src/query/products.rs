@@ -19,7 +19,9 @@ use uuid::Uuid;
 use super::children::{Columns, List};
 use super::keyset::{Key, Slice, Window};
 use super::order::{self, Ordered};
-use super::{MAX_CONTAINS_LEN, Page, QueryError, check_length, check_texts, contains_pattern};
+use super::{
+    MAX_CONTAINS_LEN, Page, QueryError, check_length, check_texts, check_url, contains_pattern,
+};
 use crate::text;
 
 /// The filters of products (REST `GET /v1/products`, GraphQL `products`),
@@ -37,7 +39,8 @@ pub struct ProductFilter {
     pub seller_code_contains: Option<String>,
     /// Marketplace SKU; unique only with marketplace.
     pub external_id: Option<String>,
-    /// Product page URL; query string and fragment are ignored.
+    /// Product page URL; query string and fragment are ignored. One that is
+    /// nothing without them (`?x`, `#`, `http://`) is refused.
     pub url: Option<String>,
     /// Equal (case-insensitive) to any level of the category path, in any known language.
     pub category: Option<String>,
@@ -80,6 +83,7 @@ impl ProductFilter {
             ("brand", brand),
             ("name_contains", name_contains),
         ])?;
+        check_url("url", url)?;
         for (name, value) in [
             ("seller_code_contains", seller_code_contains),
             ("name_contains", name_contains),

@@ -1,15 +1,30 @@
 //! Seller lookup (`GET /sellers`): by TIN, PSRN, storefront URL, or
 //! marketplace together with the marketplace's seller id.
+//!
+//! A URL that normalizes to nothing (`?`, `#x`, `http://`) is refused: a
+//! seller stored without a URL has NULL there, which no lookup matches. A
+//! lookup returns at most [`MAX_SELLERS`], in its order; the caller is told
+//! when more matched ([`SellerMatches::truncated`]).
 
 use entity::{Marketplace, product, seller};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, EntityTrait, ExprTrait, QueryFilter, QuerySelect,
+    ColumnTrait, Condition, ConnectionTrait, EntityTrait, ExprTrait, QueryFilter, QueryOrder,
+    QuerySelect,
 };
 use uuid::Uuid;
 
-use super::{QueryError, check_texts};
+use super::{QueryError, check_texts, check_url};
 use crate::text;
+
+/// Most sellers one lookup returns. One legal entity may sell under one TIN
+/// on all four marketplaces, with a few storefronts on each; more than this
+/// share an identifier only in odd or hostile data.
+pub const MAX_SELLERS: u64 = 100;
+
+/// The response header both surfaces answer a lookup with over HTTP:
+/// `true` when more than [`MAX_SELLERS`] matched.
+pub const TRUNCATED_HEADER: &str = "x-result-truncated";
 
 /// Identifying parameters of a seller lookup: at least one of tin; psrn; url;
 /// marketplace together with seller id. Every one given must match.
@@ -20,12 +35,21 @@ pub struct SellerLookup {
     pub tin: Option<String>,
     /// State registration number.
     pub psrn: Option<String>,
-    /// Storefront URL; query string and fragment are ignored.
+    /// Storefront URL; query string and fragment are ignored. One that is
+    /// nothing without them (`?x`, `#`, `http://`) is refused.
     pub url: Option<String>,
     /// One of the four marketplaces; identifies together with seller id.
     pub marketplace: Option<Marketplace>,
     /// Used together with marketplace.
     pub seller_id: Option<String>,
+}
+
+/// The sellers a lookup found: at most [`MAX_SELLERS`]; `truncated` when
+/// more matched.
+#[derive(Debug, Clone)]
+pub struct SellerMatches {
+    pub sellers: Vec<SellerView>,
+    pub truncated: bool,
 }
 
 /// A seller with the number of its products.
@@ -57,6 +81,7 @@ impl SellerLookup {
             ("url", url),
             ("seller_id", seller_id),
         ])?;
+        check_url("url", url)?;
         let pair = self.marketplace.is_some() && given(&self.seller_id).is_some();
         if given(&self.tin).is_none()
             && given(&self.psrn).is_none()
@@ -91,28 +116,34 @@ impl SellerLookup {
     }
 }
 
-/// Matching sellers ordered by marketplace, then seller id.
+/// Matching sellers ordered by marketplace, then seller id: the first
+/// [`MAX_SELLERS`] of them.
 pub async fn find(
     db: &impl ConnectionTrait,
     lookup: &SellerLookup,
-) -> Result<Vec<SellerView>, QueryError> {
+) -> Result<SellerMatches, QueryError> {
     lookup.validate()?;
+    // The marketplace is stored as its wire name, so the database orders
+    // as `Marketplace::as_str` does.
     let mut sellers = seller::Entity::find()
         .filter(lookup.condition())
+        .order_by_asc(seller::Column::Marketplace)
+        .order_by_asc(seller::Column::SellerId)
+        .limit(MAX_SELLERS + 1)
         .all(db)
         .await?;
-    sellers.sort_by(|a, b| {
-        (a.marketplace.as_str(), &a.seller_id).cmp(&(b.marketplace.as_str(), &b.seller_id))
-    });
+    let truncated = sellers.len() as u64 > MAX_SELLERS;
+    sellers.truncate(MAX_SELLERS as usize);
     let ids: Vec<Uuid> = sellers.iter().map(|s| s.id).collect();
     let counts = product_counts(db, &ids).await?;
-    Ok(sellers
+    let sellers = sellers
         .into_iter()
         .map(|seller| SellerView {
             product_count: counts.get(&seller.id).copied().unwrap_or(0),
             seller,
         })
-        .collect())
+        .collect();
+    Ok(SellerMatches { sellers, truncated })
 }
 
 /// Products per seller, in one grouped statement.

@@ -34,7 +34,8 @@ pub struct ProductsQuery {
     seller_code_contains: Option<String>,
     /// Marketplace SKU; unique only with marketplace.
     external_id: Option<String>,
-    /// Product page URL; query string and fragment are ignored.
+    /// Product page URL; query string and fragment are ignored. One that is
+    /// nothing without them (`?x`, `#`, `http://`) is refused.
     url: Option<String>,
     /// Equal (case-insensitive) to any level of category_path, in any known language.
     category: Option<String>,

@@ -1,7 +1,9 @@
-//! `GET /sellers`.
+//! `GET /sellers`: at most `MAX_SELLERS` sellers; `X-Result-Truncated`
+//! says whether more matched (the spec gives `/sellers` no `meta`).
 
 use axum::Json;
 use axum::extract::State;
+use axum::http::{HeaderName, HeaderValue};
 use entity::Marketplace;
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -21,7 +23,8 @@ pub struct SellersQuery {
     tin: Option<String>,
     /// State registration number.
     psrn: Option<String>,
-    /// Storefront URL; query string and fragment are ignored.
+    /// Storefront URL; query string and fragment are ignored. One that is
+    /// nothing without them (`?x`, `#`, `http://`) is 400 `invalid_parameter`.
     url: Option<String>,
     #[param(value_type = Option<Marketplace>)]
     marketplace: Option<String>,
@@ -29,18 +32,21 @@ pub struct SellersQuery {
     seller_id: Option<String>,
 }
 
-/// Sellers matching every given parameter, ordered by marketplace then seller_id.
-/// One legal entity can sell under one TIN on several marketplaces.
+/// Sellers matching every given parameter, ordered by marketplace then seller_id:
+/// at most 100; `X-Result-Truncated` says whether more matched. One legal
+/// entity can sell under one TIN on several marketplaces.
 #[utoipa::path(get, operation_id = "listSellers", path = "/sellers", tag = "sellers", params(SellersQuery),
     responses(
-        (status = 200, body = SellerList),
+        (status = 200, body = SellerList, headers(
+            ("X-Result-Truncated" = String, description = "`true` when more than 100 sellers matched and only the first 100 are listed, else `false`."),
+        )),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 429, body = ErrorBody),
     ),
     security(("bearerAuth" = [])))]
 pub async fn find(
     State(state): State<AppState>,
     Params(q): Params<SellersQuery>,
-) -> Result<Json<SellerList>, ApiError> {
+) -> Result<([(HeaderName, HeaderValue); 1], Json<SellerList>), ApiError> {
     let lookup = SellerLookup {
         tin: q.tin,
         psrn: q.psrn,
@@ -53,7 +59,14 @@ pub async fn find(
         seller_id: q.seller_id,
     };
     let found = sellers::find(&state.db, &lookup).await?;
-    Ok(Json(SellerList {
-        data: found.into_iter().map(Seller::from).collect(),
-    }))
+    let truncated = HeaderValue::from_static(if found.truncated { "true" } else { "false" });
+    Ok((
+        [(
+            HeaderName::from_static(sellers::TRUNCATED_HEADER),
+            truncated,
+        )],
+        Json(SellerList {
+            data: found.sellers.into_iter().map(Seller::from).collect(),
+        }),
+    ))
 }

@@ -170,7 +170,7 @@ impl Catalog {
                     pick(rng, vocab::STREETS),
                     rng.random_range(1..120)
                 ),
-                url: text::normalize_url(&url),
+                url: text::url_key(&url),
                 rating: f64::from(rng.random_range(30..=50u8)) / 10.0,
                 reg_date: NaiveDate::from_ymd_opt(
                     rng.random_range(2012..2026),

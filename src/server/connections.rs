@@ -1,6 +1,20 @@
 //! Serving HTTP/1 connections with bounds, which `axum::serve` has none of: a
-//! cap on open connections, and deadlines that close a connection making no
-//! progress. A connection is always in one phase:
+//! cap on open connections, shared fairly, and deadlines that close a
+//! connection making no progress.
+//!
+//! Sharing the cap (what is counted lives in [`super::fairness`]):
+//! - a client address (an IPv6 /64) may hold at most
+//!   `VITRINA_HTTP_MAX_CONNECTIONS_PER_CLIENT` connections; one more is
+//!   answered 429 `too_many_connections` at once and closed, unread;
+//! - with every slot taken, a new connection makes room by closing the
+//!   connection idle (kept alive between requests) the longest;
+//! - with every slot taken and none idle, a new connection is served on one
+//!   of [`PROBE_CONNECTIONS`] slots above the cap kept for `/healthz` and
+//!   `/readyz`, so that probes are answered whoever holds the rest; any
+//!   other request there is answered 503 `unavailable`. With those taken
+//!   too, new connections wait in the listen backlog until one closes.
+//!
+//! A connection is always in one phase:
 //!
 //! - head: a request's headers are arriving. They must be complete within the
 //!   header timeout, counted from the accept for the first request and from
@@ -42,18 +56,37 @@ use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, watch};
 use tokio::time::{Instant, sleep_until};
 
+use super::fairness::{ClientSlot, Clients, IdleQueue, OverLimit, Place};
 use crate::config::HttpConfig;
+use crate::http::ApiError;
+use crate::http::error::Unavailable;
 
 /// Connections served at once when `VITRINA_HTTP_MAX_CONNECTIONS` is not set
 /// (fewer when the open-file limit is lower).
 pub const DEFAULT_MAX_CONNECTIONS: u64 = 4096;
 
 /// File descriptors kept out of the connection cap for everything else: the
-/// database pool, SQLite's files, webhook deliveries, logs.
+/// database pool, SQLite's files, webhook deliveries, logs, the
+/// [`PROBE_CONNECTIONS`] and the one connection waiting to be admitted.
 pub const RESERVED_DESCRIPTORS: u64 = 256;
+
+/// Connections above the cap that serve only `/healthz` and `/readyz`, used
+/// once every slot under the cap is taken by connections that are not idle.
+/// A handful is enough: probes are short and come from a few load balancers.
+pub const PROBE_CONNECTIONS: usize = 8;
+
+/// The paths a probe connection answers.
+const PROBES: [&str; 2] = ["/healthz", "/readyz"];
+
+/// The share of the cap one client may hold when
+/// `VITRINA_HTTP_MAX_CONNECTIONS_PER_CLIENT` is not set: a sixteenth (256 of
+/// the default 4,096). Browsers open at most 6 connections to a host, so an
+/// address shared by a few dozen users (an office behind NAT) still fits,
+/// while one address can never hold the server.
+const DEFAULT_CLIENT_SHARE: u64 = 16;
 
 /// How long accepting pauses after an error that is not the client's, such as
 /// running out of file descriptors (`EMFILE`): the pending connection stays
@@ -72,8 +105,21 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send,
 ) -> io::Result<()> {
     let cap = connection_cap(config.http_max_connections, open_file_limit())?;
-    tracing::info!(max_connections = cap, "serving HTTP");
-    let slots = Arc::new(Semaphore::new(cap as usize));
+    let per_client = config
+        .http_max_connections_per_client
+        .unwrap_or_else(|| (u64::from(cap) / DEFAULT_CLIENT_SHARE).max(1));
+    tracing::info!(
+        max_connections = cap,
+        max_connections_per_client = per_client,
+        "serving HTTP"
+    );
+    let slots = Slots {
+        cap,
+        served: Arc::new(Semaphore::new(cap as usize)),
+        probes: Arc::new(Semaphore::new(PROBE_CONNECTIONS)),
+        idle: Arc::new(IdleQueue::default()),
+    };
+    let clients = Clients::new(per_client);
     let deadlines = Deadlines {
         header: Duration::from_millis(config.http_header_timeout_ms),
         idle: Duration::from_millis(config.http_idle_timeout_ms),
@@ -81,33 +127,47 @@ pub async fn serve(
     let (stop, _) = watch::channel(false);
     let mut shutdown = pin!(shutdown);
     loop {
-        let (stream, slot) = tokio::select! {
+        let (stream, client) = tokio::select! {
             biased;
             () = &mut shutdown => break,
-            accepted = accept(&listener, &slots) => match accepted {
-                Some(accepted) => accepted,
+            accepted = accept(&listener, &clients) => accepted,
+        };
+        let slot = tokio::select! {
+            biased;
+            () = &mut shutdown => break,
+            slot = slots.admit() => match slot {
+                Some(slot) => slot,
                 None => break,
             },
         };
         tokio::spawn(serve_connection(
-            stream,
-            slot,
+            Admitted {
+                stream,
+                slot,
+                client,
+                cap,
+            },
             router.clone(),
             deadlines,
+            slots.idle.clone(),
             stop.subscribe(),
         ));
     }
     drop(listener);
     stop.send_replace(true);
     let grace = Duration::from_secs(config.shutdown_grace_secs);
-    let open = || cap as usize - slots.available_permits();
+    let open = || slots.open();
     tracing::info!(
         open_connections = open(),
         "stopped accepting connections; waiting up to {} s for them to finish",
         grace.as_secs()
     );
     // Every connection, a WebSocket's too, holds its slot until it closes.
-    let all_closed = slots.acquire_many(cap);
+    let all_closed = async {
+        let served = slots.served.acquire_many(cap).await;
+        let probes = slots.probes.acquire_many(PROBE_CONNECTIONS as u32).await;
+        (served, probes)
+    };
     if tokio::time::timeout(grace, all_closed).await.is_err() {
         tracing::warn!(
             "the shutdown grace period of {} s is over; connections cut: {}",
@@ -118,22 +178,91 @@ pub async fn serve(
     Ok(())
 }
 
-/// The next connection, once a slot under the cap is free: until then new
-/// connections wait in the listen backlog. `None` once the slots are closed
-/// (nothing closes them: serving ends by `shutdown`).
-async fn accept(
-    listener: &TcpListener,
-    slots: &Arc<Semaphore>,
-) -> Option<(TcpStream, OwnedSemaphorePermit)> {
-    let slot = slots.clone().acquire_owned().await.ok()?;
+/// The slots connections are served on.
+struct Slots {
+    cap: u32,
+    /// Under the cap, serving everything.
+    served: Arc<Semaphore>,
+    /// Above it, serving only the probes.
+    probes: Arc<Semaphore>,
+    idle: Arc<IdleQueue>,
+}
+
+/// The slot a connection holds until it closes.
+struct Slot {
+    _permit: OwnedSemaphorePermit,
+    /// A slot above the cap, kept for the probes.
+    probes_only: bool,
+}
+
+impl Slot {
+    fn served(permit: OwnedSemaphorePermit) -> Slot {
+        Slot {
+            _permit: permit,
+            probes_only: false,
+        }
+    }
+
+    fn probes(permit: OwnedSemaphorePermit) -> Slot {
+        Slot {
+            _permit: permit,
+            probes_only: true,
+        }
+    }
+}
+
+impl Slots {
+    /// A slot for the connection just accepted: a free one under the cap;
+    /// else the one of the connection idle the longest, which is asked to
+    /// close; else one kept for the probes; else the first to come free
+    /// (meanwhile nothing more is accepted). `None` once the slots are
+    /// closed (nothing closes them: serving ends by `shutdown`).
+    async fn admit(&self) -> Option<Slot> {
+        if let Ok(slot) = self.served.clone().try_acquire_owned() {
+            return Some(Slot::served(slot));
+        }
+        if self.idle.close_oldest() {
+            // Its slot comes free as soon as it has closed.
+            return self
+                .served
+                .clone()
+                .acquire_owned()
+                .await
+                .ok()
+                .map(Slot::served);
+        }
+        if let Ok(slot) = self.probes.clone().try_acquire_owned() {
+            return Some(Slot::probes(slot));
+        }
+        tokio::select! {
+            biased;
+            slot = self.served.clone().acquire_owned() => slot.ok().map(Slot::served),
+            slot = self.probes.clone().acquire_owned() => slot.ok().map(Slot::probes),
+        }
+    }
+
+    /// Connections open now.
+    fn open(&self) -> usize {
+        self.cap as usize - self.served.available_permits() + PROBE_CONNECTIONS
+            - self.probes.available_permits()
+    }
+}
+
+/// The next connection of a client under its limit. One over it is told so
+/// and closed at once, so that it holds no slot and no task.
+async fn accept(listener: &TcpListener, clients: &Arc<Clients>) -> (TcpStream, ClientSlot) {
     let mut failing = false;
     loop {
         match listener.accept().await {
-            Ok((stream, _)) => {
+            Ok((stream, peer)) => {
                 if failing {
                     tracing::warn!("accepting connections again");
+                    failing = false;
                 }
-                return Some((stream, slot));
+                match clients.enter(peer.ip()) {
+                    Ok(client) => return (stream, client),
+                    Err(over) => refuse(&stream, over),
+                }
             }
             // The client gave up before it was accepted.
             Err(e) if is_client_error(&e) => {}
@@ -146,6 +275,26 @@ async fn accept(
             }
         }
     }
+}
+
+/// Answers a connection over its client's limit with 429
+/// `too_many_connections`, without waiting: the answer fits in the empty
+/// send buffer of a new socket, or is not sent. What the client already
+/// sent is read first, so that closing does not reset the connection
+/// before the answer is read.
+fn refuse(stream: &TcpStream, OverLimit { open, max }: OverLimit) {
+    let error = ApiError::TooManyConnections { open, max };
+    let body = serde_json::json!({ "error": { "code": error.code(), "message": error.message() } })
+        .to_string();
+    let answer = format!(
+        "HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\nretry-after: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len(),
+        error.retry_after().unwrap_or_default(),
+    );
+    let mut sent = [0u8; 4096];
+    while matches!(stream.try_read(&mut sent), Ok(n) if n > 0) {}
+    let _ = stream.try_write(answer.as_bytes());
 }
 
 fn is_client_error(e: &io::Error) -> bool {
@@ -198,23 +347,40 @@ fn connection_cap(configured: Option<u64>, open_files: Option<u64>) -> io::Resul
     Ok(cap.min(most) as u32)
 }
 
+/// An accepted connection and what it holds until it closes.
+struct Admitted {
+    stream: TcpStream,
+    slot: Slot,
+    client: ClientSlot,
+    /// The cap, told to requests refused on a probe slot.
+    cap: u32,
+}
+
 /// One connection, from accept to close.
 async fn serve_connection(
-    stream: TcpStream,
-    slot: OwnedSemaphorePermit,
+    admitted: Admitted,
     router: Router,
     deadlines: Deadlines,
+    idle: Arc<IdleQueue>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let progress = Arc::new(Progress::new(deadlines));
+    let progress = Arc::new(Progress::new(deadlines, idle));
+    let probes_only = admitted
+        .slot
+        .probes_only
+        .then_some(Unavailable::ConnectionCap {
+            max: u64::from(admitted.cap),
+        });
+    let close = progress.close.clone();
     let io = TokioIo::new(Watched {
-        stream,
+        stream: admitted.stream,
         progress: progress.clone(),
-        _slot: slot,
+        _held: (admitted.slot, admitted.client),
     });
     let service = Service {
         router: TowerToHyperService::new(router),
         progress: progress.clone(),
+        probes_only,
     };
     let mut connection = pin!(
         http1::Builder::new()
@@ -222,14 +388,20 @@ async fn serve_connection(
             .with_upgrades()
     );
     let mut stopped = pin!(stop.wait_for(|stop| *stop));
+    let mut made_room = pin!(close.notified());
     let mut stopping = false;
     let mut timer = pin!(sleep_until(Instant::now() + deadlines.header));
     // Every phase change happens while the connection is polled, so the
     // deadline is looked at again after each poll.
     let ended = poll_fn(|cx| {
-        if !stopping && stopped.as_mut().poll(cx).is_ready() {
-            stopping = true;
-            connection.as_mut().graceful_shutdown();
+        if !stopping {
+            let stop = stopped.as_mut().poll(cx).is_ready();
+            // Chosen, idle, to make room for a new connection.
+            let room = made_room.as_mut().poll(cx).is_ready();
+            if stop || room {
+                stopping = true;
+                connection.as_mut().graceful_shutdown();
+            }
         }
         if let Poll::Ready(served) = connection.as_mut().poll(cx) {
             return Poll::Ready(served.map_err(|e| e.to_string()));
@@ -262,8 +434,10 @@ enum Phase {
     Head {
         until: Instant,
     },
+    /// `place` is its place in the idle queue.
     Idle {
         until: Instant,
+        place: Place,
     },
     /// `stalled` is when a blocked response write gives up.
     Busy {
@@ -271,36 +445,49 @@ enum Phase {
     },
 }
 
-/// What a connection is doing, told by its socket and its service.
+/// What a connection is doing, told by its socket and its service; while
+/// idle it is listed in the idle queue.
 struct Progress {
     deadlines: Deadlines,
     phase: Mutex<Phase>,
+    idle: Arc<IdleQueue>,
+    /// Notified when the connection, idle, is chosen to make room.
+    close: Arc<Notify>,
 }
 
 impl Progress {
-    fn new(deadlines: Deadlines) -> Progress {
+    fn new(deadlines: Deadlines, idle: Arc<IdleQueue>) -> Progress {
         Progress {
             deadlines,
             phase: Mutex::new(Phase::Head {
                 until: Instant::now() + deadlines.header,
             }),
+            idle,
+            close: Arc::default(),
         }
     }
 
-    fn update(&self, change: impl FnOnce(&mut Phase, Deadlines)) {
+    fn update(&self, change: impl FnOnce(&mut Phase, &Progress)) {
         change(
             &mut self.phase.lock().unwrap_or_else(PoisonError::into_inner),
-            self.deadlines,
+            self,
         );
+    }
+
+    /// Leaves the idle phase for `next`, and the idle queue with it.
+    fn leave_idle(&self, phase: &mut Phase, next: Phase) {
+        if let Phase::Idle { place, .. } = *phase {
+            self.idle.remove(place);
+        }
+        *phase = next;
     }
 
     /// Bytes arrived: an idle connection starts a request head.
     fn read(&self) {
-        self.update(|phase, deadlines| {
+        self.update(|phase, this| {
             if let Phase::Idle { .. } = phase {
-                *phase = Phase::Head {
-                    until: Instant::now() + deadlines.header,
-                };
+                let until = Instant::now() + this.deadlines.header;
+                this.leave_idle(phase, Phase::Head { until });
             }
         });
     }
@@ -310,7 +497,8 @@ impl Progress {
     /// with its body counts as idle, and each write that goes through makes
     /// the idle time start again.
     fn wrote(&self, through: bool) {
-        self.update(|phase, deadlines| match (phase, through) {
+        let deadlines = self.deadlines;
+        self.update(|phase, _| match (phase, through) {
             (Phase::Busy { stalled }, true) => *stalled = None,
             (
                 Phase::Busy {
@@ -318,20 +506,23 @@ impl Progress {
                 },
                 false,
             ) => *stalled = Some(Instant::now() + deadlines.idle),
-            (Phase::Idle { until }, true) => *until = Instant::now() + deadlines.idle,
+            (Phase::Idle { until, .. }, true) => *until = Instant::now() + deadlines.idle,
             _ => {}
         });
     }
 
+    /// A request begins, read now or earlier (pipelined).
     fn request_started(&self) {
-        self.update(|phase, _| *phase = Phase::Busy { stalled: None });
+        self.update(|phase, this| this.leave_idle(phase, Phase::Busy { stalled: None }));
     }
 
     fn response_finished(&self) {
-        self.update(|phase, deadlines| {
-            *phase = Phase::Idle {
-                until: Instant::now() + deadlines.idle,
-            }
+        self.update(|phase, this| {
+            let idle = Phase::Idle {
+                until: Instant::now() + this.deadlines.idle,
+                place: this.idle.push(&this.close),
+            };
+            this.leave_idle(phase, idle);
         });
     }
 
@@ -339,18 +530,29 @@ impl Progress {
     fn deadline(&self) -> Option<(Instant, &'static str)> {
         match *self.phase.lock().unwrap_or_else(PoisonError::into_inner) {
             Phase::Head { until } => Some((until, "header")),
-            Phase::Idle { until } => Some((until, "idle")),
+            Phase::Idle { until, .. } => Some((until, "idle")),
             Phase::Busy { stalled } => stalled.map(|until| (until, "idle")),
         }
     }
 }
 
+/// A closed connection leaves the idle queue.
+impl Drop for Progress {
+    fn drop(&mut self) {
+        let phase = self.phase.get_mut().unwrap_or_else(PoisonError::into_inner);
+        if let Phase::Idle { place, .. } = *phase {
+            self.idle.remove(place);
+        }
+    }
+}
+
 /// The socket, reporting reads and writes to the connection's [`Progress`],
-/// and holding the connection's slot under the cap until it closes.
+/// and holding the connection's slot and its place in its client's count
+/// until it closes.
 struct Watched {
     stream: TcpStream,
     progress: Arc<Progress>,
-    _slot: OwnedSemaphorePermit,
+    _held: (Slot, ClientSlot),
 }
 
 impl AsyncRead for Watched {
@@ -405,13 +607,18 @@ impl AsyncWrite for Watched {
     }
 }
 
-/// The router, marking when each request starts and its response ends.
+/// The router, marking when each request starts and its response ends. On
+/// a probe slot (`probes_only`), any other path is refused with the reason.
 struct Service {
     router: TowerToHyperService<Router>,
     progress: Arc<Progress>,
+    probes_only: Option<Unavailable>,
 }
 
 type Answer = Result<Response<Served>, Infallible>;
+
+/// The router's answer, before it is marked.
+type Routed = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
 
 impl hyper::service::Service<Request<Incoming>> for Service {
     type Response = Response<Served>;
@@ -420,8 +627,19 @@ impl hyper::service::Service<Request<Incoming>> for Service {
 
     fn call(&self, request: Request<Incoming>) -> Self::Future {
         self.progress.request_started();
-        let answer = self.router.call(request);
         let finished = Finished(self.progress.clone());
+        let answer = match self.probes_only {
+            Some(reason) if !PROBES.contains(&request.uri().path()) => {
+                use axum::response::IntoResponse;
+                let mut refused = ApiError::Unavailable(reason).into_response();
+                refused.headers_mut().insert(
+                    axum::http::header::CONNECTION,
+                    axum::http::HeaderValue::from_static("close"),
+                );
+                Box::pin(std::future::ready(Ok(refused))) as Routed
+            }
+            _ => Box::pin(self.router.call(request)),
+        };
         Box::pin(async move {
             let response = answer.await?;
             Ok(response.map(|body| Served {

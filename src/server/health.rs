@@ -10,16 +10,17 @@ pub async fn healthz() -> Json<Value> {
     Json(json!({ "status": "ok" }))
 }
 
-/// The database answers and the server is not shutting down; 503 otherwise,
-/// `draining` from the moment a shutdown starts so that load balancers send
-/// nothing more.
+/// The database can serve requests and the server is not shutting down;
+/// 503 otherwise: `draining` from the moment a shutdown starts so that load
+/// balancers send nothing more, `unavailable` while the database is out of
+/// reach or (SQLite) its write lock is held elsewhere ([`crate::db::ready`]).
 pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
     if state.draining.is_draining() {
         (
             StatusCode::SERVICE_UNAVAILABLE,
             Json(json!({ "status": "draining" })),
         )
-    } else if crate::db::ping(&state.db).await {
+    } else if crate::db::ready(&state.db).await {
         (StatusCode::OK, Json(json!({ "status": "ready" })))
     } else {
         (

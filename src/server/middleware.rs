@@ -1,4 +1,5 @@
-//! Layers every response passes through: request ids, structured access
+//! Layers every response passes through: request ids (a client's kept only
+//! when [`super::request_id`] accepts it), structured access
 //! logs, request metrics, compression when the client asks for it, bounds
 //! on request bodies (size and pace), and a panic answered as an error
 //! instead of a dropped connection.
@@ -9,7 +10,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::DefaultBodyLimit;
-use axum::http::{HeaderName, Request, Response};
+use axum::http::{Request, Response};
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::classify::ServerErrorsFailureClass;
@@ -21,16 +22,15 @@ use tower_http::trace::TraceLayer;
 use tracing::Span;
 
 use super::body_rate::{self, BodyRate};
+use super::request_id::{self, REQUEST_ID};
 use crate::config::HttpConfig;
 
 /// Request bodies above this are refused with 413 `payload_too_large`; the
 /// largest body any endpoint takes is a scrape upload.
 pub const MAX_BODY_BYTES: usize = 8 << 20;
 
-const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
-
 /// Wraps the router in one stack, outermost first: a request id is set (or
-/// the client's kept), logged with the request and echoed in the response.
+/// the client's kept when it is short and safe to log), logged with the request and echoed in the response.
 /// One `ServiceBuilder` layer instead of a `Router::layer` per layer: axum
 /// boxes each of those around every route, and each box is cloned per
 /// request at every level below it (their cost grew with the square of
@@ -47,8 +47,13 @@ pub fn apply(router: Router, http: &HttpConfig) -> Router {
         .on_failure(|class: ServerErrorsFailureClass, _latency: Duration, _span: &Span| {
             tracing::warn!(%class, "request failed");
         });
+    let max_request_id = http.http_max_request_id_chars;
     router.layer(
         ServiceBuilder::new()
+            .map_request(move |mut request: Request<Body>| {
+                request_id::drop_unacceptable(&mut request, max_request_id);
+                request
+            })
             .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
             .layer(trace)
             .layer(axum::middleware::from_fn(crate::metrics::http::record))

@@ -2,8 +2,10 @@
 
 mod body_rate;
 pub mod connections;
+mod fairness;
 mod health;
 pub mod middleware;
+pub mod request_id;
 
 use std::future::Future;
 

@@ -24,7 +24,7 @@ pub fn seller(marketplace: Marketplace, seller_id: &str) -> seller::Model {
         tin: "7700000000".into(),
         psrn: "1027700000000".into(),
         address: "г. Москва, ул. Ленина, д. 1".into(),
-        url: format!("https://shop.example/{seller_id}"),
+        url: Some(format!("https://shop.example/{seller_id}")),
         rating: 4.5,
         reg_date: chrono::NaiveDate::from_ymd_opt(2020, 1, 2),
         items_sold: 100,

@@ -366,7 +366,7 @@ async fn sellers_are_the_same_as_rest_for_every_lookup() {
             &app.db,
             seller::Model {
                 tin: "7701234567".into(),
-                url: vitrina::text::normalize_url(&format!("https://Shop.example/Store-{id}")),
+                url: vitrina::text::url_key(&format!("https://Shop.example/Store-{id}")),
                 ..fixtures::seller(marketplace, id)
             },
         )

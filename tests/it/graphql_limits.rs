@@ -397,7 +397,7 @@ async fn a_request_past_its_deadline_is_answered_timeout_and_its_work_dropped() 
 
 /// Holds every connection of the app's pool, so that a request waits on
 /// the database.
-async fn hold_the_pool(app: &TestApp) -> Vec<sea_orm::DatabaseTransaction> {
+pub async fn hold_the_pool(app: &TestApp) -> Vec<sea_orm::DatabaseTransaction> {
     let mut held = Vec::new();
     let hold = || {
         tokio::time::timeout(

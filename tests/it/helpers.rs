@@ -109,6 +109,7 @@ impl TestDb {
         DatabaseConfig {
             database_url: self.url.clone(),
             db_max_connections: Some(8),
+            db_wait_ms: vitrina::config::DEFAULT_DB_WAIT_MS,
         }
     }
 

@@ -356,6 +356,9 @@ enum Kind {
         max: usize,
     },
     Enum(Vec<String>),
+    /// A URL (`url` on `/products` and `/sellers`): text, refused also when
+    /// normalizing leaves nothing to match (`?x`, `http://`, blanks).
+    Url,
     Uuid,
     DateTime,
     Integer,
@@ -435,7 +438,10 @@ async fn endpoints(w: &World) -> Vec<Endpoint> {
                 .map(|p| Parameter {
                     name: p["name"].as_str().expect("name").to_owned(),
                     in_path: p["in"] == "path",
-                    kind: kind(&doc, &p["schema"]),
+                    kind: match p["name"] == "url" {
+                        true => Kind::Url,
+                        false => kind(&doc, &p["schema"]),
+                    },
                 })
                 .collect(),
         })
@@ -476,6 +482,10 @@ fn rule(kind: &Kind, value: &Hostile) -> Rule {
             Some(t) if allowed.iter().any(|a| a == t) => Rule::Accepted,
             _ => Rule::Refused,
         },
+        Kind::Url => match value.text().and_then(vitrina::text::url_key) {
+            Some(_) => Rule::Accepted,
+            None => Rule::Refused,
+        },
         Kind::Uuid | Kind::DateTime => Rule::Either,
     }
 }
@@ -483,7 +493,7 @@ fn rule(kind: &Kind, value: &Hostile) -> Rule {
 /// A valid value of each kind, for the parameters not under test.
 fn valid(w: &World, endpoint: &str, kind: &Kind) -> String {
     match kind {
-        Kind::Text { .. } => "x".into(),
+        Kind::Text { .. } | Kind::Url => "x".into(),
         Kind::Enum(allowed) => allowed[0].clone(),
         Kind::Uuid if endpoint.starts_with("/me/scrapes") => w.session.clone(),
         Kind::Uuid => w.product.clone(),

@@ -642,12 +642,12 @@ async fn sellers_by_psrn() {
 async fn sellers_by_url_ignore_query_fragment_host_case_and_trailing_slash() {
     let app = TestApp::spawn().await;
     let key = app.key("acme").await;
-    let url = normalize_url("https://shop.example/Store-42");
+    let url = Some(normalize_url("https://shop.example/Store-42"));
     let s = seller(Marketplace::Ozon, "42");
     insert_seller(&app.db, entity::seller::Model { url, ..s }).await;
     // The path keeps its case: this is another storefront.
     let s = seller(Marketplace::Ozon, "43");
-    let other = normalize_url("https://shop.example/store-42");
+    let other = Some(normalize_url("https://shop.example/store-42"));
     insert_seller(&app.db, entity::seller::Model { url: other, ..s }).await;
     let messy = encoded("HTTPS://Shop.EXAMPLE/Store-42/?utm_source=x&b=2#reviews");
     let body = app.json_as(&key, &format!("/v1/sellers?url={messy}")).await;

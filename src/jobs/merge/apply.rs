@@ -136,11 +136,7 @@ async fn upsert_seller(
         tin: Set(s.tin.clone().unwrap_or_default()),
         psrn: Set(s.psrn.clone().unwrap_or_default()),
         address: Set(s.address.clone().unwrap_or_default()),
-        url: Set(s
-            .url
-            .as_deref()
-            .map(text::normalize_url)
-            .unwrap_or_default()),
+        url: Set(s.url.as_deref().and_then(text::url_key)),
         rating: Set(s.rating.unwrap_or_default()),
         reg_date: Set(s.reg_date),
         items_sold: Set(s.items_sold.unwrap_or_default()),
@@ -178,7 +174,9 @@ async fn upsert_seller(
     set_text(&mut row.tin, &s.tin);
     set_text(&mut row.psrn, &s.psrn);
     set_text(&mut row.address, &s.address);
-    set_text(&mut row.url, &s.url.as_deref().map(text::normalize_url));
+    if let Some(url) = s.url.as_deref().and_then(text::url_key) {
+        row.url = Set(Some(url));
+    }
     if let Some(v) = s.rating {
         row.rating = Set(v);
     }
