@@ -250,7 +250,8 @@ async fn execute(
                 true => BatchResponse::Single(responses.pop().unwrap_or_default()),
                 false => BatchResponse::Batch(responses),
             };
-            let mut http = respond(headers, response);
+            let limit = endpoint.state.settings.sizes.max_response_bytes();
+            let mut http = respond(headers, response, limit);
             if let Some(tag) = tag {
                 mark(http.headers_mut(), tag);
             }

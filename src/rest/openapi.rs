@@ -136,7 +136,8 @@ impl Modify for ConditionalRequests {
             X-RateLimit-Reset (Unix seconds when the minute window ends). Every successful GET carries an \
             ETag; sent back in If-None-Match, an unchanged answer is 304 Not Modified, which counts against \
             the rate limit like any request (its answer is worked out to compare it) but charges no quota. \
-            GET /rate_limit is free."
+            GET /rate_limit is free. An answer larger than the server's response size limit (16 MiB by \
+            default) is 422 response_too_large: ask for a smaller page_size."
     ),
     servers((url = "/v1")),
     paths(

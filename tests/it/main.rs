@@ -29,6 +29,7 @@ mod graphql_schema;
 mod graphql_sessions;
 mod hostile_conditional;
 mod hostile_params;
+mod hostile_sizes;
 mod metrics;
 mod modules;
 mod pipeline;
