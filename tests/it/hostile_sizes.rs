@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use chrono::TimeDelta;
 use entity::{
-    Marketplace, StringList, SubmissionStatus, TrustStatus, product, product_translation,
+    Marketplace, StringList, SubmissionStatus, TrustStatus, UserAuthStatus, current_price, product,
+    product_translation, special_price,
 };
 use migration::{Migrator, MigratorTrait};
 use sea_orm::{ActiveValue::Set, DatabaseConnection, EntityTrait, IntoActiveModel, NotSet};
@@ -294,6 +295,38 @@ async fn store_legacy(db: &DatabaseConnection, tag: &str, count: usize, bytes: u
             .exec_without_returning(db)
             .await
             .expect("insert a legacy translation");
+        }
+        // Prices written as long as JSON writes them: the longest numbers,
+        // escaped codes, a nanosecond timestamp.
+        for variant in 0..3 {
+            current_price::Entity::insert(current_price::ActiveModel {
+                id: NotSet,
+                product_id: Set(id),
+                country_code: Set(format!("{variant}{}", escaped(15, variant))),
+                region_code: Set(Some(escaped(250, variant))),
+                user_auth_status: Set(UserAuthStatus::Authenticated),
+                price: Set(-1.7976931348623157e308),
+                old_price: Set(2.2250738585072014e-308),
+                currency: Set(escaped(16, variant)),
+                stock_status: Set(Some(escaped(64, variant))),
+                stock_quantity: Set(Some(i64::MIN)),
+                recorded_at: Set(test_start() + TimeDelta::nanoseconds(123_456_789)),
+            })
+            .exec_without_returning(db)
+            .await
+            .expect("insert a legacy price");
+            special_price::Entity::insert(special_price::ActiveModel {
+                id: NotSet,
+                product_id: Set(id),
+                country_code: Set(format!("{variant}{}", escaped(15, variant))),
+                region_code: Set(escaped(250, variant)),
+                user_auth_status: Set(UserAuthStatus::Authenticated),
+                min: Set(-1.7976931348623157e308),
+                max: Set(1e-7),
+            })
+            .exec_without_returning(db)
+            .await
+            .expect("insert a legacy special price");
         }
         ids.push(id);
     }
