@@ -204,6 +204,8 @@ async fn serve(
     config: ServeConfig,
     demo: bool,
 ) -> Result<(), Error> {
+    // Before anything is written or bound: sizes that cannot serve a page.
+    config.sizes.check().map_err(Error::Invalid)?;
     let migrations_applied = db::migrate(&conn).await?;
     let mut demo_key = None;
     if demo {

@@ -76,6 +76,9 @@ pub struct ServeConfig {
 
     #[command(flatten)]
     pub redis: RedisConfig,
+
+    #[command(flatten)]
+    pub sizes: SizeConfig,
 }
 
 /// GraphQL limits and GraphiQL.
@@ -423,6 +426,89 @@ impl Default for RedisConfig {
     }
 }
 
+/// How large a product may grow and an answer may be, so that one tenant's
+/// uploads cannot make every caller's plain request enormous (the catalog
+/// is shared).
+#[derive(Debug, Clone, Args)]
+pub struct SizeConfig {
+    /// Largest a product may grow, in KiB of its v1 JSON (`GET
+    /// /v1/products/{id}`): the merge rejects a submission that would take
+    /// it over, and an upload an item that alone would.
+    #[arg(long, env = "VITRINA_MAX_PRODUCT_KB", default_value_t = 128,
+        value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_product_kb: u64,
+
+    /// Largest answer of REST v1 or of one GraphQL request, in MiB, reached
+    /// before the answer is built (the products it reads are counted at their
+    /// stored size before they are read). A page of 100 products at
+    /// `--max-product-kb` must fit in it.
+    #[arg(long, env = "VITRINA_MAX_RESPONSE_MB", default_value_t = 16,
+        value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_response_mb: u64,
+}
+
+impl Default for SizeConfig {
+    fn default() -> Self {
+        SizeConfig {
+            max_product_kb: 128,
+            max_response_mb: 16,
+        }
+    }
+}
+
+impl SizeConfig {
+    /// Products of a page that must fit in one answer at the largest size:
+    /// the default `page_size` of REST v1 and `first` of GraphQL.
+    pub const PAGE: u64 = 100;
+
+    /// Products a page reads: the page, and the row past it that tells
+    /// whether more follow (REST's `has_more`, GraphQL's `hasNextPage`).
+    const PAGE_READ: u64 = Self::PAGE + 1;
+
+    /// What an answer holds besides each product's own JSON, per product:
+    /// the longest its seller's name can be written (the name is shared by
+    /// all of the seller's products and may change after a product was
+    /// measured: 1,024 bytes, each escaped as `\u00XX`), and a session
+    /// entry's wrapping (`{"submission_status":"processing","product":...}`).
+    pub const PER_PRODUCT_OVERHEAD: u64 = 6 * 1024 + 64;
+
+    /// What an answer holds besides its products: the envelope and `meta`.
+    pub const ENVELOPE: u64 = 1024;
+
+    pub fn max_product_bytes(&self) -> u64 {
+        self.max_product_kb.saturating_mul(1024)
+    }
+
+    pub fn max_response_bytes(&self) -> u64 {
+        self.max_response_mb.saturating_mul(1024 * 1024)
+    }
+
+    /// Refuses sizes with which a page of [`Self::PAGE`] products at the
+    /// per-product limit would not fit in one answer: the default page would
+    /// then be refused for data the merge accepted.
+    pub fn check(&self) -> Result<(), String> {
+        let page = Self::PAGE_READ
+            .saturating_mul(
+                self.max_product_bytes()
+                    .saturating_add(Self::PER_PRODUCT_OVERHEAD),
+            )
+            .saturating_add(Self::ENVELOPE);
+        if page <= self.max_response_bytes() {
+            return Ok(());
+        }
+        Err(format!(
+            "VITRINA_MAX_RESPONSE_MB={} is too small for VITRINA_MAX_PRODUCT_KB={}: a page of {} \
+             products at that size takes up to {page} bytes, over the {} bytes of the response \
+             limit; raise the response limit to at least {} MiB or lower the product limit",
+            self.max_response_mb,
+            self.max_product_kb,
+            Self::PAGE,
+            self.max_response_bytes(),
+            page.div_ceil(1024 * 1024),
+        ))
+    }
+}
+
 /// Configured sizes of the per-account limits (see `limits`).
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -450,6 +536,7 @@ pub struct Settings {
     pub webhooks: WebhookConfig,
     pub http: HttpConfig,
     pub redis: RedisConfig,
+    pub sizes: SizeConfig,
 }
 
 impl ServeConfig {
@@ -464,6 +551,7 @@ impl ServeConfig {
             webhooks: self.webhooks.clone(),
             http: self.http.clone(),
             redis: self.redis.clone(),
+            sizes: self.sizes.clone(),
         }
     }
 
@@ -511,8 +599,29 @@ mod tests {
             "--merge-max-attempts=0",
             "--webhook-disable-after=0",
             "--graphql-persisted-queries-max=0",
+            "--max-product-kb=0",
+            "--max-response-mb=0",
         ] {
             assert!(Serve::try_parse_from(["vitrina", flag]).is_err(), "{flag}");
         }
+    }
+
+    #[test]
+    fn a_page_of_products_at_the_limit_fits_in_an_answer() {
+        assert_eq!(SizeConfig::default().check(), Ok(()));
+        let largest_fitting = SizeConfig {
+            max_product_kb: 156,
+            max_response_mb: 16,
+        };
+        assert_eq!(largest_fitting.check(), Ok(()));
+        let too_large = SizeConfig {
+            max_product_kb: 157,
+            ..largest_fitting
+        };
+        let refused = too_large.check().unwrap_err();
+        assert!(
+            refused.contains("VITRINA_MAX_RESPONSE_MB=16") && refused.contains("at least 17 MiB"),
+            "{refused}"
+        );
     }
 }

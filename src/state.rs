@@ -40,13 +40,15 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// Fails only when the webhook client cannot be built.
+    /// Fails when the sizes do not fit together (`SizeConfig::check`) or
+    /// the webhook client cannot be built.
     pub fn new(
         db: DatabaseConnection,
         clock: SharedClock,
         public_url: String,
         settings: Settings,
     ) -> Result<Self, crate::Error> {
+        settings.sizes.check().map_err(crate::Error::Invalid)?;
         Ok(AppState {
             webhook_sender: Sender::new(&settings.webhooks)?,
             clock,

@@ -5,6 +5,7 @@
 //! scalar they need. Every shape forbids unknown fields in the OpenAPI
 //! document, so the contract test catches a field added or dropped by accident.
 
+pub mod size;
 mod timestamp;
 
 use std::collections::BTreeMap;

@@ -39,6 +39,11 @@ pub struct Model {
     pub default_language: String,
     pub first_seen_at: DateTimeUtc,
     pub last_seen_at: DateTimeUtc,
+    /// Bytes of the product's v1 JSON (`GET /v1/products/{id}`), measured by
+    /// every merge that writes it; an upper bound for rows stored before the
+    /// column (see the migration `m20261128_000019_product_stored_size`).
+    /// Reads count it against an answer's size before they read the product.
+    pub stored_size: i64,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

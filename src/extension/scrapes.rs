@@ -25,7 +25,7 @@ use crate::accounts::Caller;
 use crate::http::ApiError;
 use crate::http::error::ErrorBody;
 use crate::jobs::merge::item::ScrapedItem;
-use crate::jobs::merge::limits;
+use crate::jobs::merge::{limits, size};
 use crate::query::sessions;
 use crate::state::AppState;
 use crate::views::SessionEnvelope;
@@ -146,6 +146,11 @@ pub async fn upload(
     }
     let upload = parse(&body)?;
     let now = state.clock.now();
+    let max_product = state.settings.sizes.max_product_bytes();
+    for (i, item) in upload.items.iter().enumerate() {
+        size::check_upload(item, now, max_product)
+            .map_err(|reason| ApiError::InvalidBody(format!("items[{i}] {reason}")))?;
+    }
     let session_id = Uuid::new_v4();
     let txn = crate::db::begin_write(&state.db).await?;
     let session = scrape_session::ActiveModel {

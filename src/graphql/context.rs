@@ -9,27 +9,44 @@ use async_graphql::Context;
 use super::loaders::Loaders;
 use super::reads::{Boxed, Reads};
 use crate::accounts::Caller;
-use crate::http::{ApiError, access};
+use crate::http::{ApiError, access, sized};
 use crate::limits::RateDecision;
+use crate::query::budget::ResponseBudget;
 use crate::state::AppState;
 use crate::views::Allowance;
 
-/// One request's caller, state and dataloaders.
+/// One request's caller, state, dataloaders, and the byte budget of its
+/// answer (one for all operations of a request over HTTP, one per operation
+/// over the WebSocket).
 pub struct RequestData {
     state: AppState,
     caller: Caller,
     loaders: Loaders,
+    budget: Arc<ResponseBudget>,
 }
 
 impl RequestData {
-    /// The data of a request by `caller`, with loaders of its own.
+    /// The data of a request by `caller`, with loaders and a budget of its own.
     pub fn new(state: AppState, caller: Caller) -> Self {
-        let loaders = Loaders::new(&state.db);
+        let budget = Arc::new(sized::budget(&state));
+        let loaders = Loaders::new(&state.db, &budget);
         RequestData {
             state,
             caller,
             loaders,
+            budget,
         }
+    }
+
+    /// The data of one more operation by the same caller (on a WebSocket),
+    /// with loaders and a budget of its own.
+    pub fn for_operation(&self) -> Self {
+        RequestData::new(self.state.clone(), self.caller.clone())
+    }
+
+    /// The byte budget of the answer.
+    pub fn budget(&self) -> &ResponseBudget {
+        &self.budget
     }
 
     /// The application state, for the transport, the extensions around
@@ -51,7 +68,7 @@ pub(super) fn caller<'a>(ctx: &Context<'a>) -> &'a Caller {
 /// The database and the loaders of the request `ctx` belongs to.
 pub(super) fn reads<'a>(ctx: &Context<'a>) -> Reads<'a> {
     let data = data(ctx);
-    Reads::new(&data.state.db, &data.loaders)
+    Reads::new(&data.state.db, &data.loaders, &data.budget)
 }
 
 /// Where the caller of `ctx` stands against the rate limit, counting nothing.

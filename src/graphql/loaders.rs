@@ -1,5 +1,6 @@
 //! Dataloaders: every relation a GraphQL query can walk is loaded for all
-//! parents of a level in one statement. Loaders live for one request.
+//! parents of a level in one statement. Loaders live for one request, and
+//! those that read products count them against its answer's byte budget.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -12,18 +13,24 @@ use async_graphql::dataloader::{DataLoader, Loader};
 use entity::{
     current_price, price_observation, product, product_translation, seller, special_price,
 };
-use sea_orm::{DatabaseConnection, DbErr};
+use sea_orm::DatabaseConnection;
 use uuid::Uuid;
 
+use crate::query::budget::ResponseBudget;
 use crate::query::sessions::SessionStats;
-use crate::query::{prices, products, sellers, sessions};
+use crate::query::{QueryError, prices, products, sellers, sessions};
 
-type Fetched<K, V> = Pin<Box<dyn Future<Output = Result<HashMap<K, V>, DbErr>> + Send>>;
+type Fetched<K, V> = Pin<Box<dyn Future<Output = Result<HashMap<K, V>, QueryError>> + Send>>;
+
+/// What a loader's query-layer function gets: the database, the byte budget
+/// of the request's answer, and a batch of keys.
+type Fetch<K, V> = fn(DatabaseConnection, Arc<ResponseBudget>, Vec<K>) -> Fetched<K, V>;
 
 /// A loader that runs one query-layer function over a batch of keys.
 pub struct Batch<K, V> {
     db: DatabaseConnection,
-    fetch: fn(DatabaseConnection, Vec<K>) -> Fetched<K, V>,
+    budget: Arc<ResponseBudget>,
+    fetch: Fetch<K, V>,
 }
 
 impl<K, V> Loader<K> for Batch<K, V>
@@ -32,10 +39,10 @@ where
     V: Send + Sync + Clone + 'static,
 {
     type Value = V;
-    type Error = Arc<DbErr>;
+    type Error = Arc<QueryError>;
 
     async fn load(&self, keys: &[K]) -> Result<HashMap<K, V>, Self::Error> {
-        (self.fetch)(self.db.clone(), keys.to_vec())
+        (self.fetch)(self.db.clone(), self.budget.clone(), keys.to_vec())
             .await
             .map_err(Arc::new)
     }
@@ -45,7 +52,8 @@ pub type Load<K, V> = DataLoader<Batch<K, V>>;
 
 fn loader<K, V>(
     db: &DatabaseConnection,
-    fetch: fn(DatabaseConnection, Vec<K>) -> Fetched<K, V>,
+    budget: &Arc<ResponseBudget>,
+    fetch: Fetch<K, V>,
 ) -> Load<K, V>
 where
     K: Send + Sync + Hash + Eq + Clone + 'static,
@@ -58,6 +66,7 @@ where
     DataLoader::new(
         Batch {
             db: db.clone(),
+            budget: budget.clone(),
             fetch,
         },
         tokio::spawn,
@@ -91,27 +100,27 @@ pub struct Loaders {
 }
 
 impl Loaders {
-    pub fn new(db: &DatabaseConnection) -> Self {
+    pub fn new(db: &DatabaseConnection, budget: &Arc<ResponseBudget>) -> Self {
         Loaders {
-            products: loader(db, |db, ids| {
-                Box::pin(async move { products::by_ids(&db, &ids).await })
+            products: loader(db, budget, |db, budget, ids| {
+                Box::pin(async move { products::by_ids(&db, &ids, &budget).await })
             }),
-            sellers: loader(db, |db, ids| {
-                Box::pin(async move { products::sellers_by_id(&db, &ids).await })
+            sellers: loader(db, budget, |db, _, ids| {
+                Box::pin(async move { Ok(products::sellers_by_id(&db, &ids).await?) })
             }),
-            seller_product_counts: loader(db, |db, ids| {
-                Box::pin(async move { sellers::product_counts(&db, &ids).await })
+            seller_product_counts: loader(db, budget, |db, _, ids| {
+                Box::pin(async move { Ok(sellers::product_counts(&db, &ids).await?) })
             }),
-            prices: loader(db, |db, ids| {
-                Box::pin(async move { products::current_prices(&db, &ids).await })
+            prices: loader(db, budget, |db, _, ids| {
+                Box::pin(async move { Ok(products::current_prices(&db, &ids).await?) })
             }),
-            special_prices: loader(db, |db, ids| {
-                Box::pin(async move { products::special_prices(&db, &ids).await })
+            special_prices: loader(db, budget, |db, _, ids| {
+                Box::pin(async move { Ok(products::special_prices(&db, &ids).await?) })
             }),
-            translations: loader(db, |db, ids| {
-                Box::pin(async move { products::translations(&db, &ids).await })
+            translations: loader(db, budget, |db, _, ids| {
+                Box::pin(async move { Ok(products::translations(&db, &ids).await?) })
             }),
-            latest_prices: loader(db, |db, keys| {
+            latest_prices: loader(db, budget, |db, _, keys| {
                 Box::pin(async move {
                     let mut out = HashMap::new();
                     for (n, ids) in by_n(&keys) {
@@ -124,11 +133,11 @@ impl Loaders {
                     Ok(out)
                 })
             }),
-            seller_products: loader(db, |db, keys| {
+            seller_products: loader(db, budget, |db, budget, keys| {
                 Box::pin(async move {
                     let mut out = HashMap::new();
                     for (n, ids) in by_n(&keys) {
-                        let mut found = products::newest_per_seller(&db, &ids, n).await?;
+                        let mut found = products::newest_per_seller(&db, &ids, n, &budget).await?;
                         out.extend(
                             ids.into_iter()
                                 .map(|id| ((id, n), found.remove(&id).unwrap_or_default())),
@@ -137,8 +146,8 @@ impl Loaders {
                     Ok(out)
                 })
             }),
-            session_stats: loader(db, |db, ids| {
-                Box::pin(async move { sessions::stats(&db, &ids).await })
+            session_stats: loader(db, budget, |db, _, ids| {
+                Box::pin(async move { Ok(sessions::stats(&db, &ids).await?) })
             }),
         }
     }

@@ -171,6 +171,7 @@ impl Schemas {
         let meter = Arc::new(Meter::default());
         let request = request.data(data.clone()).data(meter.clone());
         let mut response = self.run.execute(request).await;
+        response::refuse_past_budget(&mut response, data.budget(), &meter);
         codes::code_execution(&mut response.errors, &document, &missing);
         order::restore(&document, operation.as_deref(), &mut response.data);
         response.extensions.insert("analyzer".to_owned(), cost);

@@ -21,12 +21,12 @@ use std::sync::{Arc, Mutex};
 use entity::{
     current_price, price_observation, product, product_translation, seller, special_price,
 };
-use sea_orm::DbErr;
 use tokio::sync::OnceCell;
 use uuid::Uuid;
 
 use super::loaders::{Load, Loaders, TopKey};
 use super::reads::Reads;
+use crate::query::QueryError;
 use crate::query::products::Related;
 
 type Loaded<K, V> = OnceCell<HashMap<K, V>>;
@@ -135,7 +135,7 @@ impl Page {
     }
 }
 
-pub type Loads<V> = Result<Option<V>, Arc<DbErr>>;
+pub type Loads<V> = Result<Option<V>, Arc<QueryError>>;
 
 /// The value of `key`, loading every key of the page on first use with
 /// the loader `which` picks.
@@ -177,8 +177,11 @@ impl MergedProducts {
             .loaded
             .get_or_try_init(|| async {
                 let found = reads.load_many(|l| &l.products, self.ids.clone()).await?;
+                reads
+                    .budget()
+                    .charge_repeats(&self.ids, |id| found.get(id).map(|p| p.stored_size))?;
                 let models: Vec<product::Model> = found.values().cloned().collect();
-                Ok::<_, Arc<DbErr>>((found, Page::new(&models, Related::default())))
+                Ok::<_, Arc<QueryError>>((found, Page::new(&models, Related::default())))
             })
             .await?;
         Ok(found.get(&id).map(|p| (p.clone(), page.clone())))

@@ -94,8 +94,10 @@ pub async fn product_connection(
     let window = args.window_in(ctx)?;
     let with = read_with(&[fields.field("nodes"), fields.field("edges").field("node")]);
     let total = fields.field("totalCount").exists();
-    let page = Reads::of(ctx)
-        .run(|db| products::connection(db, &filter, &window, with, total))
+    let reads = Reads::of(ctx);
+    let budget = reads.budget();
+    let page = reads
+        .run(|db| products::connection(db, &filter, &window, with, total, budget))
         .await?;
     let total = match page.total {
         Some(n) => ProductTotal::Known(n),

@@ -55,10 +55,11 @@ impl QueryRoot {
     /// One product by its internal id; NOT_FOUND when unknown.
     async fn product(&self, ctx: &Context<'_>, id: Uuid) -> Result<Inline<Product>> {
         let with = read_with(&[ctx.look_ahead()]);
-        let (model, related) = Reads::of(ctx)
-            .run(|db| products::by_id(db, id, with))
-            .await
-            .map_err(QueryError::from)?
+        let reads = Reads::of(ctx);
+        let budget = reads.budget();
+        let (model, related) = reads
+            .run(|db| products::by_id(db, id, with, budget))
+            .await?
             .ok_or(QueryError::NotFound)?;
         Ok(Product::paged(std::slice::from_ref(&model), related)(model))
     }
@@ -78,12 +79,11 @@ impl QueryRoot {
         last: Option<i32>,
         before: Option<String>,
     ) -> Result<PriceConnection> {
-        let ids = [product_id];
         let known = Reads::of(ctx)
-            .run(|db| products::by_ids(db, &ids))
+            .run(|db| products::exists(db, product_id))
             .await
             .map_err(QueryError::from)?;
-        if known.is_empty() {
+        if !known {
             return Err(QueryError::NotFound.into());
         }
         price_connection(

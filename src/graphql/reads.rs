@@ -15,24 +15,41 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use async_graphql::Context;
-use sea_orm::{DatabaseConnection, DbErr};
+use sea_orm::DatabaseConnection;
 use tokio::sync::OnceCell;
 
 use super::loaders::{Load, Loaders};
+use crate::query::QueryError;
+use crate::query::budget::ResponseBudget;
 
 /// A boxed future that may run statements.
 pub type Boxed<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// The database and the request's loaders, as resolvers use them.
+/// The database, the request's loaders and its answer's byte budget, as
+/// resolvers use them.
 #[derive(Clone, Copy)]
 pub struct Reads<'a> {
     db: &'a DatabaseConnection,
     loaders: &'a Loaders,
+    budget: &'a ResponseBudget,
 }
 
 impl<'a> Reads<'a> {
-    pub fn new(db: &'a DatabaseConnection, loaders: &'a Loaders) -> Self {
-        Reads { db, loaders }
+    pub fn new(
+        db: &'a DatabaseConnection,
+        loaders: &'a Loaders,
+        budget: &'a ResponseBudget,
+    ) -> Self {
+        Reads {
+            db,
+            loaders,
+            budget,
+        }
+    }
+
+    /// The byte budget of the answer, which reads of products count against.
+    pub fn budget(self) -> &'a ResponseBudget {
+        self.budget
     }
 
     /// Those of the request `ctx` belongs to.
@@ -53,7 +70,7 @@ impl<'a> Reads<'a> {
         self,
         which: fn(&Loaders) -> &Load<K, V>,
         key: K,
-    ) -> Boxed<'a, Result<Option<V>, Arc<DbErr>>>
+    ) -> Boxed<'a, Result<Option<V>, Arc<QueryError>>>
     where
         K: Send + Sync + Hash + Eq + Clone + 'static,
         V: Send + Sync + Clone + 'static,
@@ -68,7 +85,7 @@ impl<'a> Reads<'a> {
         cell: &'a OnceCell<HashMap<K, V>>,
         which: fn(&Loaders) -> &Load<K, V>,
         keys: &'a [K],
-    ) -> Boxed<'a, Result<&'a HashMap<K, V>, Arc<DbErr>>>
+    ) -> Boxed<'a, Result<&'a HashMap<K, V>, Arc<QueryError>>>
     where
         K: Send + Sync + Hash + Eq + Clone + 'static,
         V: Send + Sync + Clone + 'static,
@@ -82,7 +99,7 @@ impl<'a> Reads<'a> {
         self,
         which: fn(&Loaders) -> &Load<K, V>,
         keys: Vec<K>,
-    ) -> Boxed<'a, Result<HashMap<K, V>, Arc<DbErr>>>
+    ) -> Boxed<'a, Result<HashMap<K, V>, Arc<QueryError>>>
     where
         K: Send + Sync + Hash + Eq + Clone + 'static,
         V: Send + Sync + Clone + 'static,

@@ -25,6 +25,8 @@ use super::{RequestData, cost};
 use crate::http::error::Unavailable;
 use crate::http::{ApiError, access, conditional};
 use crate::limits::RateDecision;
+use crate::query::budget::ResponseBudget;
+use crate::views::size::to_json_within;
 
 const GRAPHQL_RESPONSE: &str = "application/graphql-response+json";
 
@@ -82,6 +84,22 @@ pub fn tag(headers: &HeaderMap, response: &async_graphql::Response) -> Option<ET
     conditional::tag(&representation)
 }
 
+/// An operation whose products passed its answer's byte budget is refused
+/// whole, as one over the quota is: no data, one `RESPONSE_TOO_LARGE` error,
+/// and no quota charged for rows it does not send. Its products were
+/// counted as they were read, so it held at most one more than the budget.
+pub fn refuse_past_budget(
+    response: &mut async_graphql::Response,
+    budget: &ResponseBudget,
+    meter: &Meter,
+) {
+    if let Some(refusal) = budget.exceeded() {
+        meter.discard();
+        response.data = Value::Null;
+        response.errors = vec![server_error(&ApiError::from(refusal))];
+    }
+}
+
 /// Whether the request never reached execution (unparsable, or refused by
 /// validation, depth or complexity). Such errors carry no `path`; an error
 /// raised while executing always names its field, even when it nulls `data`.
@@ -106,6 +124,7 @@ impl ExtensionFactory for OverWebSocket {
             validated: Validated::new(self.0),
             meter: Arc::default(),
             rate: Arc::default(),
+            operation: Arc::default(),
         })
     }
 }
@@ -115,6 +134,8 @@ struct OverWebSocketExtension {
     meter: Arc<Meter>,
     /// Where the caller stood once this operation was counted.
     rate: Arc<Mutex<Option<RateDecision>>>,
+    /// The operation's own request data (its loaders and byte budget).
+    operation: Arc<Mutex<Option<Arc<RequestData>>>>,
 }
 
 #[async_trait::async_trait]
@@ -134,7 +155,11 @@ impl Extension for OverWebSocketExtension {
             .await
             .map_err(|(error, _)| server_error(&error))?;
         *lock(&self.rate) = Some(rate);
-        let mut request = request.data(self.meter.clone());
+        // Loaders and a byte budget of the operation's own, in place of
+        // the connection's.
+        let operation = Arc::new(data.for_operation());
+        *lock(&self.operation) = Some(operation.clone());
+        let mut request = request.data(self.meter.clone()).data(operation);
         // Parsed here, as the parse cache parses over HTTP, so that a
         // document that does not parse is coded by why.
         self.validated.limits().check_text(&request.query)?;
@@ -160,7 +185,12 @@ impl Extension for OverWebSocketExtension {
     ) -> async_graphql::Response {
         let deadline = self.validated.limits().deadline;
         match tokio::time::timeout(deadline, next.run(ctx, operation_name)).await {
-            Ok(response) => response,
+            Ok(mut response) => {
+                if let Some(operation) = lock(&self.operation).as_ref() {
+                    refuse_past_budget(&mut response, operation.budget(), &self.meter);
+                }
+                response
+            }
             Err(_) => {
                 // Cut off: it sends no rows, so it is charged none.
                 self.meter.discard();
@@ -190,10 +220,16 @@ impl Extension for OverWebSocketExtension {
         let rate = self.rate.clone();
         // The connection's caller, which every operation on it runs as.
         let data = ctx.data_opt::<Arc<RequestData>>().cloned();
+        let operation = lock(&self.operation).clone();
         next.run(ctx, stream)
-            .then(move |response| {
+            .then(move |mut response| {
                 let (validated, meter, data) = (validated.clone(), meter.clone(), data.clone());
                 let rate = *lock(&rate);
+                // Each update is an answer of its own, within its own budget.
+                if let Some(budget) = operation.as_ref().map(|o| o.budget()) {
+                    refuse_past_budget(&mut response, budget, &meter);
+                    budget.renew();
+                }
                 async move {
                     let (mut response, quota) = match &data {
                         Some(data) => meter.charge(data, response).await,
@@ -220,20 +256,32 @@ impl Extension for OverWebSocketExtension {
 /// 400; errors during execution stay a 200 with partial (or null) data,
 /// unless the database was unavailable for one of them: then the answer is
 /// 503 with `Retry-After`, as a request past its deadline, so that clients
-/// and proxies retry it.
-pub fn respond(headers: &HeaderMap, response: BatchResponse) -> Response {
+/// and proxies retry it. The body is written only up to `limit` bytes: past
+/// it, the answer is one `RESPONSE_TOO_LARGE` error (its products were
+/// counted as they were read; this holds the rest of what it shows to the
+/// limit too).
+pub fn respond(headers: &HeaderMap, response: BatchResponse, limit: u64) -> Response {
     let (failed_whole, unavailable, body) = match &response {
         BatchResponse::Single(r) => (
             request_failed(r),
             unavailable(r),
-            serde_json::to_vec(&Body::of(r)),
+            to_json_within(&Body::of(r), limit),
         ),
         BatchResponse::Batch(rs) => (
             false,
             rs.iter().any(unavailable),
-            serde_json::to_vec(&rs.iter().map(Body::of).collect::<Vec<_>>()),
+            to_json_within(&rs.iter().map(Body::of).collect::<Vec<_>>(), limit),
         ),
     };
+    let body = body.unwrap_or_else(|reached| {
+        let refusal = ApiError::ResponseTooLarge { limit, reached };
+        let refused = Body {
+            data: Some(&Value::Null),
+            errors: &[server_error(&refusal)],
+            extensions: &BTreeMap::new(),
+        };
+        serde_json::to_vec(&refused).unwrap_or_default()
+    });
     let media = media_type(headers);
     let unavailable = unavailable.then_some(ApiError::Unavailable(Unavailable::Database));
     let status = if let Some(error) = &unavailable {
@@ -243,11 +291,10 @@ pub fn respond(headers: &HeaderMap, response: BatchResponse) -> Response {
     } else {
         StatusCode::OK
     };
-    // Serializing values async-graphql built cannot fail (string keys only).
     let mut http = (
         status,
         [(header::CONTENT_TYPE, HeaderValue::from_static(media))],
-        body.unwrap_or_default(),
+        body,
     )
         .into_response();
     // Headers resolvers set, such as the quota of metered fields.

@@ -167,10 +167,14 @@ impl ScrapeSession {
             before,
         };
         let (slice, total, merged) = self.metered_page(ctx, true, &args).await?;
-        let found = Reads::of(ctx)
+        let reads = Reads::of(ctx);
+        let found = reads
             .load_many(|l| &l.products, merged.clone())
             .await
             .map_err(gql)?;
+        reads
+            .budget()
+            .charge_repeats(&merged, |id| found.get(id).map(|p| p.stored_size))?;
         let models: Vec<product::Model> = merged
             .iter()
             .filter_map(|id| found.get(id).cloned())

@@ -182,8 +182,9 @@ fn is_json(headers: &HeaderMap) -> bool {
 /// Answers a request within its deadline; past it, the request's work
 /// (the key check, pricing, execution and the database statements they
 /// wait on) is dropped and it is answered `TIMEOUT`. A `conditional`
-/// request (a GET) is tagged, and answered `304 Not Modified` for free when
-/// the client holds its answer already (`http::conditional`).
+/// request (a GET) is tagged, and answered `304 Not Modified` when the
+/// client holds its answer already (`http::conditional`): counted like any
+/// request, since its answer was worked out, but its rows not charged.
 async fn execute(
     endpoint: &Endpoint,
     headers: &HeaderMap,
@@ -222,15 +223,15 @@ async fn execute(
                 [(response, _)] if conditional => response::tag(headers, response),
                 _ => None,
             };
-            if let (Some(mut http), Some(counted)) = (
-                tag.as_ref()
-                    .and_then(|tag| not_modified_if_fresh(headers, tag)),
-                &rate,
-            ) {
+            if let Some(mut http) = tag
+                .as_ref()
+                .and_then(|tag| not_modified_if_fresh(headers, tag))
+            {
                 // The client holds this answer: its rows are not sent, so
-                // not charged, and the request is given back.
-                let refunded = access::refund(&endpoint.state, data.caller(), counted).await;
-                access::rate_headers(&refunded, http.headers_mut());
+                // not charged. The request counts: it was worked out.
+                if let Some(rate) = &rate {
+                    access::rate_headers(rate, http.headers_mut());
+                }
                 return http;
             }
             let (data, limits) = (&data, &endpoint.schemas.limits);
@@ -249,7 +250,8 @@ async fn execute(
                 true => BatchResponse::Single(responses.pop().unwrap_or_default()),
                 false => BatchResponse::Batch(responses),
             };
-            let mut http = respond(headers, response);
+            let limit = endpoint.state.settings.sizes.max_response_bytes();
+            let mut http = respond(headers, response, limit);
             if let Some(tag) = tag {
                 mark(http.headers_mut(), tag);
             }

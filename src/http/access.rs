@@ -2,7 +2,7 @@
 //! and where a caller stands against its limits.
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use chrono::DateTime;
@@ -90,12 +90,6 @@ pub async fn count(state: &AppState, caller: &Caller) -> Result<RateDecision, Re
     Ok(rate)
 }
 
-/// Gives back the request `rate` counted for `caller`: it was answered
-/// `304 Not Modified`, which costs nothing.
-pub async fn refund(state: &AppState, caller: &Caller, rate: &RateDecision) -> RateDecision {
-    state.rate_limiter.refund(caller.account_id, rate).await
-}
-
 /// `X-RateLimit-Limit`, `-Remaining` and `-Reset` (Unix seconds when the window ends).
 pub fn rate_headers(rate: &RateDecision, headers: &mut HeaderMap) {
     for (name, value) in [
@@ -109,9 +103,8 @@ pub fn rate_headers(rate: &RateDecision, headers: &mut HeaderMap) {
 
 /// Middleware for keyed routes: admits the caller, hands it to the handler as
 /// an extension, and adds the rate-limit headers to whatever is answered. A
-/// request answered `304 Not Modified` is given back to the rate limit: it
-/// was counted when admitted, so a caller out of requests is refused before
-/// any work, as for any request.
+/// request answered `304 Not Modified` counts like any other: its answer was
+/// worked out to be compared (`http::conditional`).
 pub async fn require_key(
     State(state): State<AppState>,
     mut request: Request,
@@ -119,14 +112,9 @@ pub async fn require_key(
 ) -> Response {
     match admit(&state, request.headers()).await {
         Ok(admission) => {
-            let caller = admission.caller.clone();
             request.extensions_mut().insert(admission.caller);
             let mut response = next.run(request).await;
-            let rate = match response.status() {
-                StatusCode::NOT_MODIFIED => refund(&state, &caller, &admission.rate).await,
-                _ => admission.rate,
-            };
-            rate_headers(&rate, response.headers_mut());
+            rate_headers(&admission.rate, response.headers_mut());
             response
         }
         Err((error, rate)) => {

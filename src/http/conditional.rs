@@ -1,12 +1,26 @@
 //! Conditional GETs (RFC 9110 section 13, as GitHub's API answers them):
 //! a successful GET carries a weak `ETag` of what it answered, and the same
 //! request with a matching `If-None-Match` is answered `304 Not Modified`
-//! with no body. A 304 costs the caller nothing: [`access::require_key`]
-//! gives its request back to the rate limit, and the metered endpoint
-//! decides before it charges the quota. The answer is still worked out in
-//! full to be compared, within the limits and deadlines of any request.
+//! with no body.
 //!
-//! [`access::require_key`]: super::access::require_key
+//! A 304 saves the transfer, not the work: Vitrina keeps no tags, so every
+//! tag is the hash of an answer worked out for the request that compares
+//! it. A 304 therefore counts against the rate limit like any request (a
+//! free one would let a client that sends `If-None-Match: *` make the
+//! server work without limit). Only rows it does not send are not charged
+//! to the daily quota: the metered endpoint compares before it charges.
+//! Should an answer's tag ever be stored, so that comparing it costs
+//! nothing, its 304 could be free; never one of `*`, which matches whatever
+//! is worked out.
+//!
+//! `If-None-Match` is read as RFC 9110 section 5.3 has it: every such
+//! header of the request, and each comma-separated member, form one list.
+//! `*` matches any current representation, as the RFC says for GET: every
+//! 200 answer is 304 to it. A list longer than [`MAX_TAGS`] tags or
+//! [`MAX_BYTES`] bytes, one that is not a list of entity-tags (or `*` alone),
+//! or one that is not visible ASCII, is not read at all: the request is
+//! answered as if it had none (a full 200), which is always a correct answer
+//! to a conditional GET.
 
 use axum::body::{Body, to_bytes};
 use axum::extract::Request;
@@ -17,6 +31,15 @@ use headers::{ETag, HeaderMapExt, IfNoneMatch};
 use sha2::{Digest, Sha256};
 
 use super::ApiError;
+
+/// Most entity-tags an `If-None-Match` list may hold to be read. A browser
+/// or HTTP cache sends the one tag it holds; a shared cache a few.
+pub const MAX_TAGS: usize = 64;
+
+/// Most bytes the `If-None-Match` headers of one request may hold together
+/// to be read: [`MAX_TAGS`] of Vitrina's tags (36 bytes) and their commas
+/// fit three times over.
+pub const MAX_BYTES: usize = 8 * 1024;
 
 /// `Cache-Control` of answers that may change at any moment: the client's
 /// own cache may keep them but must revalidate them first. `private`: they
@@ -38,12 +61,85 @@ pub fn tag(representation: &[u8]) -> Option<ETag> {
     format!("W/\"{}\"", hex::encode(&digest[..16])).parse().ok()
 }
 
-/// Whether the request's `If-None-Match` names `tag` (or is `*`): the
-/// client holds this very answer already.
-pub fn is_fresh(request: &HeaderMap, tag: &ETag) -> bool {
-    request
-        .typed_get::<IfNoneMatch>()
-        .is_some_and(|asked| !asked.precondition_passes(tag))
+/// What the `If-None-Match` headers of a request ask, read as one list.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Condition {
+    /// No header, or one not read (see the module comment).
+    Unconditional,
+    /// `*`: any current representation.
+    Any,
+    /// The entity-tags the client holds.
+    Tags(Vec<ETag>),
+}
+
+impl Condition {
+    /// Reads every `If-None-Match` header of `headers` as one list.
+    pub fn of(headers: &HeaderMap) -> Condition {
+        let values = headers.get_all(header::IF_NONE_MATCH);
+        let bytes: usize = values.iter().map(|v| v.len()).sum();
+        if bytes == 0 || bytes > MAX_BYTES {
+            return Condition::Unconditional;
+        }
+        let mut members = Vec::new();
+        for value in values {
+            let Ok(text) = value.to_str() else {
+                return Condition::Unconditional;
+            };
+            match list_members(text) {
+                Some(found) => members.extend(found),
+                None => return Condition::Unconditional,
+            }
+        }
+        match members.as_slice() {
+            ["*"] => Condition::Any,
+            _ if members.len() > MAX_TAGS || members.contains(&"*") => Condition::Unconditional,
+            _ => members
+                .iter()
+                .map(|member| member.parse::<ETag>().ok())
+                .collect::<Option<Vec<_>>>()
+                .map_or(Condition::Unconditional, Condition::Tags),
+        }
+    }
+
+    /// Whether the client holds the answer tagged `tag` already: `*`, or
+    /// a tag of the list equal to it by the weak comparison (RFC 9110
+    /// 8.8.3.2), which `If-None-Match` uses.
+    pub fn holds(&self, tag: &ETag) -> bool {
+        match self {
+            Condition::Unconditional => false,
+            Condition::Any => true,
+            Condition::Tags(tags) => tags
+                .iter()
+                .any(|held| !IfNoneMatch::from(held.clone()).precondition_passes(tag)),
+        }
+    }
+}
+
+/// The members of one comma-separated `If-None-Match` value, each `*` or
+/// an entity-tag (`W/"..."` or `"..."`, whose quoted part may hold commas);
+/// `None` when the value is not such a list. Empty members are skipped, as
+/// RFC 9110 section 5.6.1 asks of a recipient.
+fn list_members(value: &str) -> Option<Vec<&str>> {
+    let mut members = Vec::new();
+    let mut rest = value;
+    loop {
+        rest = rest.trim_start_matches([' ', '\t', ',']);
+        if rest.is_empty() {
+            return Some(members);
+        }
+        let quoted = rest.strip_prefix("W/").unwrap_or(rest);
+        let end = match quoted.strip_prefix('"') {
+            // The closing quote, and the weak prefix before the opening one.
+            Some(tail) => tail.find('"')? + 2 + (rest.len() - quoted.len()),
+            None if rest.starts_with('*') => 1,
+            None => return None,
+        };
+        members.push(&rest[..end]);
+        rest = rest[end..].trim_start_matches([' ', '\t']);
+        if !(rest.is_empty() || rest.starts_with(',')) {
+            return None;
+        }
+    }
 }
 
 /// Adds the tag, the `Cache-Control` (unless the handler chose one) and
@@ -66,11 +162,12 @@ pub fn not_modified(marked: &HeaderMap) -> Response {
     response
 }
 
-/// `304 Not Modified` when the request names `tag` (the answer it would
-/// get, with the default `Cache-Control`): for handlers that must decide
-/// before they finish, such as before they charge the quota.
+/// `304 Not Modified` when the request's `If-None-Match` holds `tag` (the
+/// answer it would get, with the default `Cache-Control`): for handlers
+/// that must decide before they finish, such as before they charge the
+/// quota.
 pub fn not_modified_if_fresh(request: &HeaderMap, tag: &ETag) -> Option<Response> {
-    is_fresh(request, tag).then(|| {
+    Condition::of(request).holds(tag).then(|| {
         let mut marked = HeaderMap::new();
         mark(&mut marked, tag.clone());
         not_modified(&marked)
@@ -80,11 +177,8 @@ pub fn not_modified_if_fresh(request: &HeaderMap, tag: &ETag) -> Option<Response
 /// Middleware for GET routes: tags every 200 (hashing its body unless the
 /// handler tagged it) and answers 304 when the client holds it already.
 pub async fn revalidate(request: Request, next: Next) -> Response {
-    // Only the header it compares: the rest of the request is not needed.
-    let mut asked = HeaderMap::new();
-    if let Some(value) = request.headers().get(header::IF_NONE_MATCH) {
-        asked.insert(header::IF_NONE_MATCH, value.clone());
-    }
+    // Read before the request moves on: the rest of it is not needed.
+    let condition = Condition::of(request.headers());
     let response = next.run(request).await;
     if response.status() != StatusCode::OK {
         return response;
@@ -100,7 +194,7 @@ pub async fn revalidate(request: Request, next: Next) -> Response {
     let Some(tag) = tag else {
         return Response::from_parts(parts, body);
     };
-    let fresh = is_fresh(&asked, &tag);
+    let fresh = condition.holds(&tag);
     mark(&mut parts.headers, tag);
     match fresh {
         true => not_modified(&parts.headers),
@@ -112,11 +206,13 @@ pub async fn revalidate(request: Request, next: Next) -> Response {
 mod tests {
     use super::*;
 
-    fn asking(if_none_match: &str) -> HeaderMap {
+    fn asking(values: &[&str]) -> Condition {
         let mut headers = HeaderMap::new();
-        let value = HeaderValue::from_str(if_none_match).expect("a header value");
-        headers.insert(header::IF_NONE_MATCH, value);
-        headers
+        for value in values {
+            let value = HeaderValue::from_str(value).expect("a header value");
+            headers.append(header::IF_NONE_MATCH, value);
+        }
+        Condition::of(&headers)
     }
 
     fn text_of(tag: ETag) -> String {
@@ -134,13 +230,54 @@ mod tests {
             text.starts_with("W/\"") && text.len() == 2 + 2 + 32,
             "{text}"
         );
-        for matching in [text.clone(), strong, format!("\"x\", {text}"), "*".into()] {
-            assert!(is_fresh(&asking(&matching), &tag), "{matching}");
+        for matching in [
+            text.clone(),
+            strong,
+            format!("\"x\", {text}"),
+            format!("\"a,b\",{text} ,"),
+            "*".into(),
+        ] {
+            assert!(asking(&[&matching]).holds(&tag), "{matching}");
         }
         let other = text_of(super::tag(b"{\"data\":[1]}").expect("a tag"));
         for stale in [other, "\"\"".to_owned(), "garbage".to_owned()] {
-            assert!(!is_fresh(&asking(&stale), &tag), "{stale}");
+            assert!(!asking(&[&stale]).holds(&tag), "{stale}");
         }
-        assert!(!is_fresh(&HeaderMap::new(), &tag));
+        assert!(!Condition::of(&HeaderMap::new()).holds(&tag));
+    }
+
+    #[test]
+    fn several_headers_are_one_list() {
+        let tag = tag(b"{}").expect("a tag");
+        let text = text_of(tag.clone());
+        assert!(asking(&["\"a\"", &format!("\"b\", {text}")]).holds(&tag));
+        assert!(!asking(&["\"a\"", "\"b\""]).holds(&tag));
+        // `*` is a list of its own: beside tags it is no list at all.
+        assert_eq!(asking(&["*", &text]), Condition::Unconditional);
+    }
+
+    #[test]
+    fn a_list_past_its_bounds_or_malformed_is_not_read() {
+        let tag = tag(b"{}").expect("a tag");
+        let text = text_of(tag.clone());
+        let mut many = vec!["\"x\""; MAX_TAGS - 1];
+        many.push(&text);
+        assert!(asking(&[&many.join(",")]).holds(&tag), "at the bound");
+        many.insert(0, "\"y\"");
+        assert_eq!(asking(&[&many.join(",")]), Condition::Unconditional);
+        let long = format!("\"{}\", {text}", "x".repeat(MAX_BYTES));
+        assert_eq!(asking(&[&long]), Condition::Unconditional);
+        for malformed in [
+            format!("{text} garbage"),
+            format!("{text}, \"unterminated"),
+            format!("w/\"{}\"", "0".repeat(32)),
+            "**".to_owned(),
+        ] {
+            assert_eq!(
+                asking(&[&malformed]),
+                Condition::Unconditional,
+                "{malformed}"
+            );
+        }
     }
 }

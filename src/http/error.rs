@@ -51,6 +51,12 @@ pub enum ApiError {
         after_ms: u64,
         setting: &'static str,
     },
+    /// The answer would pass the response size limit: the products it read
+    /// reached `reached` bytes of `limit`.
+    ResponseTooLarge {
+        limit: u64,
+        reached: u64,
+    },
     /// The request conflicts with the account's state, e.g. the subscription cap.
     Conflict {
         code: &'static str,
@@ -87,6 +93,7 @@ impl ApiError {
             ApiError::RequestTimeout { .. } => "request_timeout",
             ApiError::UnsupportedMediaType { .. } => "unsupported_media_type",
             ApiError::Timeout { .. } => "timeout",
+            ApiError::ResponseTooLarge { .. } => "response_too_large",
             ApiError::Conflict { code, .. } => code,
             ApiError::RateLimited { .. } => "rate_limited",
             ApiError::QuotaExceeded { .. } => "quota_exceeded",
@@ -102,6 +109,8 @@ impl ApiError {
             ApiError::MissingParameter(_)
             | ApiError::InvalidParameter(_)
             | ApiError::InvalidBody(_) => StatusCode::BAD_REQUEST,
+            // The request is well formed; what it asks for is too large.
+            ApiError::ResponseTooLarge { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::RequestTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
             ApiError::UnsupportedMediaType { .. } => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -146,6 +155,11 @@ impl ApiError {
                     "The request did not finish within its deadline of {after_ms} ms ({setting})."
                 )
             }
+            ApiError::ResponseTooLarge { limit, reached } => format!(
+                "The answer would be larger than the response limit of {limit} bytes \
+                 (VITRINA_MAX_RESPONSE_MB): it reached {reached} bytes when it was stopped; ask \
+                 for fewer products (a smaller page_size, or first in GraphQL)."
+            ),
             ApiError::NotFound => "The requested resource does not exist.".into(),
             ApiError::MethodNotAllowed { allow: Some(allow) } => {
                 format!("Only {allow} is allowed here.")
@@ -218,14 +232,31 @@ fn sentence(text: &str) -> String {
     out
 }
 
-impl From<QueryError> for ApiError {
-    fn from(err: QueryError) -> Self {
+impl From<&QueryError> for ApiError {
+    fn from(err: &QueryError) -> Self {
         match err {
-            QueryError::Missing(m) => ApiError::MissingParameter(m),
-            QueryError::Invalid(m) => ApiError::InvalidParameter(m),
+            QueryError::Missing(m) => ApiError::MissingParameter(m.clone()),
+            QueryError::Invalid(m) => ApiError::InvalidParameter(m.clone()),
             QueryError::NotFound => ApiError::NotFound,
+            QueryError::TooLarge { limit, reached } => ApiError::ResponseTooLarge {
+                limit: *limit,
+                reached: *reached,
+            },
             QueryError::Database(e) => e.into(),
         }
+    }
+}
+
+impl From<QueryError> for ApiError {
+    fn from(err: QueryError) -> Self {
+        ApiError::from(&err)
+    }
+}
+
+/// A query-layer error shared by the requests a dataloader batched.
+impl From<std::sync::Arc<QueryError>> for ApiError {
+    fn from(err: std::sync::Arc<QueryError>) -> Self {
+        ApiError::from(&*err)
     }
 }
 
@@ -245,12 +276,6 @@ impl From<&sea_orm::DbErr> for ApiError {
         } else {
             ApiError::internal(err)
         }
-    }
-}
-
-impl From<std::sync::Arc<sea_orm::DbErr>> for ApiError {
-    fn from(err: std::sync::Arc<sea_orm::DbErr>) -> Self {
-        ApiError::from(err.as_ref())
     }
 }
 

@@ -80,6 +80,7 @@ impl Jobs {
                 lease: TimeDelta::seconds(jobs.merge_lease_secs as i64),
                 max_attempts: jobs.merge_max_attempts.max(1),
                 public_url: public_url.to_owned(),
+                max_product_bytes: settings.sizes.max_product_bytes(),
             },
             retention: TimeDelta::days(jobs.retention_days as i64),
             sender,

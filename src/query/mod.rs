@@ -5,6 +5,7 @@
 //! between the two surfaces. Account-owned rows (scrape sessions) are reached
 //! only through functions that take the account.
 
+pub mod budget;
 pub mod children;
 pub mod keyset;
 pub mod order;
@@ -33,6 +34,12 @@ pub enum QueryError {
     Invalid(String),
     /// The addressed row does not exist or belongs to another account.
     NotFound,
+    /// The products read pass the answer's byte budget
+    /// ([`budget::ResponseBudget`]): `reached` bytes of a `limit`.
+    TooLarge {
+        limit: u64,
+        reached: u64,
+    },
     Database(DbErr),
 }
 

@@ -1,7 +1,7 @@
 //! Price history of one product (`GET /products/{id}/price-history`).
 
 use chrono::{DateTime, Utc};
-use entity::{UserAuthStatus, price_observation, product};
+use entity::{UserAuthStatus, price_observation};
 use sea_orm::sea_query::{Expr, Func};
 use sea_orm::{
     ColumnTrait, Condition, ConnectionTrait, EntityTrait, ExprTrait, PaginatorTrait, QueryFilter,
@@ -87,7 +87,7 @@ pub async fn history(
     page: Page,
 ) -> Result<(Vec<price_observation::Model>, u64), QueryError> {
     filter.validate()?;
-    if product::Entity::find_by_id(product_id).count(db).await? == 0 {
+    if !super::products::exists(db, product_id).await? {
         return Err(QueryError::NotFound);
     }
     let select = price_observation::Entity::find().filter(filter.condition(product_id));
@@ -144,13 +144,15 @@ pub async fn latest(
     product_ids: &[Uuid],
     n: u64,
 ) -> Result<std::collections::HashMap<Uuid, Vec<price_observation::Model>>, sea_orm::DbErr> {
-    let rows = super::top::first_n_per_parent::<price_observation::Entity>(
-        db,
-        price_observation::Column::ProductId,
-        product_ids,
-        n,
-    )
-    .await?;
+    let rows: Vec<price_observation::Model> =
+        super::top::first_n_per_parent::<price_observation::Entity, _>(
+            db,
+            price_observation::Column::ProductId,
+            product_ids,
+            n,
+            "t.*",
+        )
+        .await?;
     let mut out: std::collections::HashMap<Uuid, Vec<price_observation::Model>> =
         Default::default();
     for row in rows {

@@ -1,6 +1,8 @@
 //! Products: the filters of `GET /products`, lookups by id, and the batched
 //! loading of everything a product shows (seller, prices, special prices,
-//! translations) with a constant number of statements per page.
+//! translations) with a constant number of statements per page. Every read
+//! of products counts them against the answer's byte budget as they arrive
+//! ([`ResponseBudget`]).
 
 use std::collections::HashMap;
 
@@ -8,14 +10,16 @@ use entity::{
     Marketplace, TrustStatus, current_price, price_observation, product, product_category,
     product_translation, seller, special_price,
 };
+use futures_util::TryStreamExt;
 use sea_orm::sea_query::{Asterisk, Expr, Query, SelectStatement};
 use sea_orm::{
     ColumnTrait, ColumnType, Condition, ConnectionTrait, DbBackend, DbErr, EntityTrait, ExprTrait,
     FromQueryResult, IdenStatic, Iterable, QueryFilter, QueryOrder, QueryResult, QuerySelect,
-    QueryTrait, Select,
+    QueryTrait, Select, StreamTrait,
 };
 use uuid::Uuid;
 
+use super::budget::ResponseBudget;
 use super::children::{Columns, List};
 use super::keyset::{Key, Slice, Window};
 use super::order::{self, Ordered};
@@ -240,6 +244,16 @@ pub struct With {
 }
 
 impl With {
+    /// The product row alone, every document of it.
+    const ROW: With = With {
+        details: Details::ALL,
+        sellers: false,
+        translations: None,
+        prices: None,
+        special_prices: None,
+        latest_prices: None,
+    };
+
     /// Everything a REST product shows.
     const VIEW: With = With {
         details: Details::ALL,
@@ -304,6 +318,23 @@ fn empty(backend: DbBackend, column: product::Column) -> Expr {
     })
 }
 
+/// `read` when the product's stored size is at most `whole`, else `empty`:
+/// a product stored before the per-product limit, and larger than it, is
+/// read alone once its size is counted (see [`ResponseBudget`]).
+fn within(whole: Option<u64>, read: Expr, empty: Expr) -> Expr {
+    match whole {
+        None => read,
+        Some(bytes) => Expr::case(
+            product::Column::StoredSize
+                .into_expr()
+                .lte(i64::try_from(bytes).unwrap_or(i64::MAX)),
+            read,
+        )
+        .finally(empty)
+        .into(),
+    }
+}
+
 /// What a page statement read with its products, by product or seller id;
 /// `None` when not asked for.
 #[derive(Debug, Default)]
@@ -330,17 +361,18 @@ pub struct ProductPage {
 /// statement with what `with` asks for and, when `total`, the number of
 /// matching products.
 pub async fn connection(
-    db: &impl ConnectionTrait,
+    db: &(impl ConnectionTrait + StreamTrait),
     filter: &ProductFilter,
     window: &Window<ProductKey>,
     with: With,
     total: bool,
+    budget: &ResponseBudget,
 ) -> Result<ProductPage, QueryError> {
     filter.validate()?;
     let (columns, direction) = filter.order_columns();
     let select = window.bound(filter.matching(), &columns, direction);
     let counted = total.then(|| filter.counting());
-    let rows = read(db, select, with, counted).await?;
+    let rows = read(db, select, with, counted, budget).await?;
     let total = match (total, rows.total) {
         (true, None) => Some(count(db, filter).await?),
         (_, total) => total,
@@ -354,12 +386,19 @@ pub async fn connection(
 
 /// One product by internal id, with what `with` asks for (one statement).
 pub async fn by_id(
-    db: &impl ConnectionTrait,
+    db: &(impl ConnectionTrait + StreamTrait),
     id: Uuid,
     with: With,
-) -> Result<Option<(product::Model, Related)>, DbErr> {
-    let mut rows = read(db, product::Entity::find_by_id(id), with, None).await?;
+    budget: &ResponseBudget,
+) -> Result<Option<(product::Model, Related)>, QueryError> {
+    let mut rows = read(db, product::Entity::find_by_id(id), with, None, budget).await?;
     Ok(rows.products.pop().map(|product| (product, rows.related)))
+}
+
+/// Whether product `id` exists (reading none of it).
+pub async fn exists(db: &impl ConnectionTrait, id: Uuid) -> Result<bool, DbErr> {
+    use sea_orm::PaginatorTrait;
+    Ok(product::Entity::find_by_id(id).count(db).await? > 0)
 }
 
 /// How many products match (GraphQL `totalCount`; REST has no total here).
@@ -393,19 +432,66 @@ struct Rows {
     total: Option<u64>,
 }
 
+/// A page statement and the child lists it reads.
+struct Statement {
+    statement: SelectStatement,
+    translations: Option<List>,
+    prices: Option<List>,
+    special_prices: Option<List>,
+    latest_prices: Option<List>,
+    counted: bool,
+}
+
 /// Runs `select`, with what `with` asks for read with each product and the
 /// scalar subquery `counted` as an extra column: one statement, however
-/// much is read with the products.
+/// much is read with the products. Each product is counted against
+/// `budget` as it arrives; a product larger than the budget reads whole is
+/// read again alone, whole, once counted.
 async fn read(
-    db: &impl ConnectionTrait,
+    db: &(impl ConnectionTrait + StreamTrait),
     select: Select<product::Entity>,
     with: With,
     counted: Option<SelectStatement>,
-) -> Result<Rows, DbErr> {
-    let backend = db.get_database_backend();
+    budget: &ResponseBudget,
+) -> Result<Rows, QueryError> {
+    let whole = budget.whole_product();
+    let backend = ConnectionTrait::get_database_backend(db);
+    let page = statement(backend, select, with, counted, whole)?;
+    let mut rows = run(db, &page, with, Some(budget)).await?;
+    let held_back: Vec<Uuid> = rows
+        .products
+        .iter()
+        .filter(|p| {
+            whole.is_some_and(|whole| p.stored_size > i64::try_from(whole).unwrap_or(i64::MAX))
+        })
+        .map(|p| p.id)
+        .collect();
+    if held_back.is_empty() {
+        return Ok(rows);
+    }
+    let alone = product::Entity::find().filter(super::one_of(db, product::Column::Id, &held_back));
+    let alone = statement(backend, alone, with, None, None)?;
+    let alone = run(db, &alone, with, None).await?;
+    rows.take_whole(alone);
+    Ok(rows)
+}
+
+/// The page statement of `select` (see [`read`]); the documents and lists
+/// of products larger than `whole` read as empty.
+fn statement(
+    backend: DbBackend,
+    select: Select<product::Entity>,
+    with: With,
+    counted: Option<SelectStatement>,
+    whole: Option<u64>,
+) -> Result<Statement, DbErr> {
     let mut select = select.select_only();
     for column in product::Column::iter() {
         select = match with.details.reads(column) {
+            true if is_document(column) => {
+                let read = within(whole, column.into_expr(), empty(backend, column));
+                select.expr_as(read, column.as_str())
+            }
             true => select.column(column),
             false => select.expr_as(empty(backend, column), column.as_str()),
         };
@@ -441,15 +527,19 @@ async fn read(
         special_prices.transpose()?,
         latest_prices.transpose()?,
     );
+    // The lists a product's stored size counts; its price history it does
+    // not (a page of it is bounded by the query's complexity).
     for (list, alias) in [
         (&translations, TRANSLATIONS),
         (&prices, PRICES),
         (&special_prices, SPECIAL_PRICES),
-        (&latest_prices, LATEST_PRICES),
     ] {
         if let Some(list) = list {
-            statement.expr_as(list.column(), alias);
+            statement.expr_as(within(whole, list.column(), Expr::cust("NULL")), alias);
         }
+    }
+    if let Some(list) = &latest_prices {
+        statement.expr_as(list.column(), LATEST_PRICES);
     }
     let counted = match counted {
         Some(subquery) => {
@@ -458,6 +548,33 @@ async fn read(
         }
         None => false,
     };
+    Ok(Statement {
+        statement,
+        translations,
+        prices,
+        special_prices,
+        latest_prices,
+        counted,
+    })
+}
+
+/// Whether product column `column` holds a JSON document.
+fn is_document(column: product::Column) -> bool {
+    matches!(
+        column.def().get_column_type(),
+        ColumnType::Json | ColumnType::JsonBinary
+    )
+}
+
+/// Runs a page statement, each product counted against `budget` (when
+/// given) as its row arrives: rows are read one at a time, so a request
+/// refused for its size has held at most one product more than its budget.
+async fn run(
+    db: &(impl ConnectionTrait + StreamTrait),
+    page: &Statement,
+    with: With,
+    budget: Option<&ResponseBudget>,
+) -> Result<Rows, QueryError> {
     let mut products = Vec::new();
     let mut related = Related {
         sellers: with.sellers.then(HashMap::new),
@@ -467,11 +584,17 @@ async fn read(
         latest_prices: with.latest_prices.map(|(n, _)| (n, HashMap::new())),
     };
     let mut total = None;
-    for row in db.query_all(&statement).await? {
-        if counted && total.is_none() {
+    let backend = ConnectionTrait::get_database_backend(db);
+    let stream = db.stream_raw(backend.build(&page.statement)).await?;
+    let mut stream = std::pin::pin!(stream);
+    while let Some(row) = stream.try_next().await? {
+        let product = product::Model::from_query_result(&row, "")?;
+        if let Some(budget) = budget {
+            budget.charge(product.stored_size)?;
+        }
+        if page.counted && total.is_none() {
             total = Some(total_of(&row)?);
         }
-        let product = product::Model::from_query_result(&row, "")?;
         // Decoded once per seller: pages often repeat one.
         if let Some(sellers) = &mut related.sellers
             && !sellers.contains_key(&product.seller_ref)
@@ -479,25 +602,25 @@ async fn read(
         {
             sellers.insert(seller.id, seller);
         }
-        if let (Some(map), Some(list)) = (&mut related.translations, &translations) {
+        if let (Some(map), Some(list)) = (&mut related.translations, &page.translations) {
             map.insert(
                 product.id,
                 list.decode::<product_translation::Entity>(&row, TRANSLATIONS)?,
             );
         }
-        if let (Some(map), Some(list)) = (&mut related.prices, &prices) {
+        if let (Some(map), Some(list)) = (&mut related.prices, &page.prices) {
             map.insert(
                 product.id,
                 list.decode::<current_price::Entity>(&row, PRICES)?,
             );
         }
-        if let (Some(map), Some(list)) = (&mut related.special_prices, &special_prices) {
+        if let (Some(map), Some(list)) = (&mut related.special_prices, &page.special_prices) {
             map.insert(
                 product.id,
                 list.decode::<special_price::Entity>(&row, SPECIAL_PRICES)?,
             );
         }
-        if let (Some((_, map)), Some(list)) = (&mut related.latest_prices, &latest_prices) {
+        if let (Some((_, map)), Some(list)) = (&mut related.latest_prices, &page.latest_prices) {
             map.insert(
                 product.id,
                 list.decode::<price_observation::Entity>(&row, LATEST_PRICES)?,
@@ -512,18 +635,44 @@ async fn read(
     })
 }
 
+impl Rows {
+    /// Puts the products of `whole`, read whole, in place of the same
+    /// products read without their documents and lists.
+    fn take_whole(&mut self, whole: Rows) {
+        let Related {
+            translations,
+            prices,
+            special_prices,
+            ..
+        } = whole.related;
+        let mut whole: HashMap<Uuid, product::Model> =
+            whole.products.into_iter().map(|p| (p.id, p)).collect();
+        for product in &mut self.products {
+            if let Some(read) = whole.remove(&product.id) {
+                *product = read;
+            }
+        }
+        extend(&mut self.related.translations, translations);
+        extend(&mut self.related.prices, prices);
+        extend(&mut self.related.special_prices, special_prices);
+    }
+}
+
+fn extend<V>(into: &mut Option<HashMap<Uuid, V>>, from: Option<HashMap<Uuid, V>>) {
+    if let (Some(into), Some(from)) = (into, from) {
+        into.extend(from);
+    }
+}
+
 /// Products by id, keyed by id (dataloaders).
 pub async fn by_ids(
-    db: &impl ConnectionTrait,
+    db: &(impl ConnectionTrait + StreamTrait),
     ids: &[Uuid],
-) -> Result<HashMap<Uuid, product::Model>, DbErr> {
-    Ok(product::Entity::find()
-        .filter(super::one_of(db, product::Column::Id, ids))
-        .all(db)
-        .await?
-        .into_iter()
-        .map(|p| (p.id, p))
-        .collect())
+    budget: &ResponseBudget,
+) -> Result<HashMap<Uuid, product::Model>, QueryError> {
+    let select = product::Entity::find().filter(super::one_of(db, product::Column::Id, ids));
+    let rows = read(db, select, With::ROW, None, budget).await?;
+    Ok(rows.products.into_iter().map(|p| (p.id, p)).collect())
 }
 
 /// A product with everything its representations show.
@@ -539,9 +688,10 @@ pub struct ProductView {
 /// One page of matching products and whether another page follows. The
 /// extra row fetched answers `has_more`; nothing is counted.
 pub async fn list(
-    db: &impl ConnectionTrait,
+    db: &(impl ConnectionTrait + StreamTrait),
     filter: &ProductFilter,
     page: Page,
+    budget: &ResponseBudget,
 ) -> Result<(Vec<ProductView>, bool), QueryError> {
     filter.validate()?;
     let select = match page.offset() {
@@ -554,25 +704,47 @@ pub async fn list(
                 .filter(product::Column::Id.in_subquery(filter.page_ids(skip, page.page_size + 1))),
         ),
     };
-    let mut rows = read(db, select.limit(page.page_size + 1), With::VIEW, None).await?;
+    let mut rows = read(
+        db,
+        select.limit(page.page_size + 1),
+        With::VIEW,
+        None,
+        budget,
+    )
+    .await?;
     let has_more = rows.products.len() as u64 > page.page_size;
     rows.products.truncate(page.page_size as usize);
     Ok((views(rows), has_more))
 }
 
 /// One product by internal id.
-pub async fn get(db: &impl ConnectionTrait, id: Uuid) -> Result<ProductView, QueryError> {
-    let rows = read(db, product::Entity::find_by_id(id), With::VIEW, None).await?;
+pub async fn get(
+    db: &(impl ConnectionTrait + StreamTrait),
+    id: Uuid,
+    budget: &ResponseBudget,
+) -> Result<ProductView, QueryError> {
+    let rows = read(
+        db,
+        product::Entity::find_by_id(id),
+        With::VIEW,
+        None,
+        budget,
+    )
+    .await?;
     views(rows).pop().ok_or(QueryError::NotFound)
 }
 
 /// Products by id, in the order of `ids` (unknown ids are skipped).
-pub async fn get_many(db: &impl ConnectionTrait, ids: &[Uuid]) -> Result<Vec<ProductView>, DbErr> {
+pub async fn get_many(
+    db: &(impl ConnectionTrait + StreamTrait),
+    ids: &[Uuid],
+    budget: &ResponseBudget,
+) -> Result<Vec<ProductView>, QueryError> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
     let select = product::Entity::find().filter(super::one_of(db, product::Column::Id, ids));
-    let mut rows = read(db, select, With::VIEW, None).await?;
+    let mut rows = read(db, select, With::VIEW, None, budget).await?;
     let mut found: HashMap<Uuid, product::Model> =
         rows.products.drain(..).map(|p| (p.id, p)).collect();
     rows.products = ids.iter().filter_map(|id| found.remove(id)).collect();
@@ -680,18 +852,30 @@ where
     Ok(grouped)
 }
 
-/// The newest `n` products of each seller (internal seller ids), in one statement.
+/// The newest `n` products of each seller (internal seller ids): their ids
+/// in one statement, then the products, counted as they arrive.
 pub async fn newest_per_seller(
-    db: &impl ConnectionTrait,
+    db: &(impl ConnectionTrait + StreamTrait),
     seller_ids: &[Uuid],
     n: u64,
-) -> Result<HashMap<Uuid, Vec<product::Model>>, DbErr> {
-    let rows = super::top::first_n_per_parent::<product::Entity>(
+    budget: &ResponseBudget,
+) -> Result<HashMap<Uuid, Vec<product::Model>>, QueryError> {
+    let newest: Vec<Picked> = super::top::first_n_per_parent::<product::Entity, Picked>(
         db,
         product::Column::SellerRef,
         seller_ids,
         n,
+        "t.id",
     )
     .await?;
-    Ok(group(rows, |p| p.seller_ref))
+    let ids: Vec<Uuid> = newest.iter().map(|p| p.id).collect();
+    let mut found = by_ids(db, &ids, budget).await?;
+    let in_order = ids.iter().filter_map(|id| found.remove(id)).collect();
+    Ok(group(in_order, |p| p.seller_ref))
+}
+
+/// A product's id, as a statement that picks products gives it.
+#[derive(FromQueryResult)]
+struct Picked {
+    id: Uuid,
 }

@@ -10,10 +10,11 @@ use entity::{SessionStatus, SubmissionStatus, scrape_session, submission};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DbErr, EntityTrait, ExprTrait, PaginatorTrait, QueryFilter,
-    QuerySelect,
+    QuerySelect, StreamTrait,
 };
 use uuid::Uuid;
 
+use super::budget::ResponseBudget;
 use super::offset_page;
 
 use super::keyset::{self, Key, Slice, Window};
@@ -165,22 +166,27 @@ pub async fn list_for_account(
 }
 
 /// Every submission of one of the account's sessions in submission order, with
-/// the merged product of each merged one, and the total.
+/// the merged product of each merged one, and the total. Each product is
+/// counted against `budget` once per entry that shows it.
 pub async fn entries_for_account(
-    db: &impl ConnectionTrait,
+    db: &(impl ConnectionTrait + StreamTrait),
     account_id: Uuid,
     session_id: Uuid,
     page: Page,
+    budget: &ResponseBudget,
 ) -> Result<(Vec<SessionEntry>, u64), QueryError> {
     owned_session(db, account_id, session_id).await?;
     let select = submission::Entity::find().filter(submission::Column::SessionId.eq(session_id));
     let (submissions, total) = offset_page(db, select, page).await?;
     let merged_ids: Vec<Uuid> = submissions.iter().filter_map(merged_product).collect();
-    let mut views: HashMap<Uuid, ProductView> = products::get_many(db, &merged_ids)
+    let mut views: HashMap<Uuid, ProductView> = products::get_many(db, &merged_ids, budget)
         .await?
         .into_iter()
         .map(|v| (v.product.id, v))
         .collect();
+    budget.charge_repeats(&merged_ids, |id| {
+        views.get(id).map(|v| v.product.stored_size)
+    })?;
     let entries = submissions
         .into_iter()
         .map(|submission| SessionEntry {

@@ -12,17 +12,19 @@ use uuid::Uuid;
 use super::order::{self, Ordered};
 
 /// Rows of `E` whose `parent` column is one of `parents` (distinct), at most `n` per
-/// parent, grouped by parent and in the entity's order within it. The
-/// entity has a unique `id` column.
-pub async fn first_n_per_parent<E>(
+/// parent, grouped by parent and in the entity's order within it, as `M`
+/// from the columns `picked` (`t.*` for the whole row). The entity has a
+/// unique `id` column.
+pub async fn first_n_per_parent<E, M>(
     db: &impl ConnectionTrait,
     parent: E::Column,
     parents: &[Uuid],
     n: u64,
-) -> Result<Vec<E::Model>, DbErr>
+    picked: &str,
+) -> Result<Vec<M>, DbErr>
 where
     E: Ordered,
-    E::Model: FromQueryResult,
+    M: FromQueryResult,
 {
     if parents.is_empty() || n == 0 {
         return Ok(Vec::new());
@@ -35,7 +37,7 @@ where
         DbBackend::Postgres => (
             // 100 products' latest prices: 1.7 ms with ROW_NUMBER(), 0.5 ms here.
             format!(
-                "SELECT t.* FROM unnest($1::uuid[]) AS parents(parent_id) CROSS JOIN LATERAL \
+                "SELECT {picked} FROM unnest($1::uuid[]) AS parents(parent_id) CROSS JOIN LATERAL \
                  (SELECT * FROM {table} WHERE {parent} = parents.parent_id ORDER BY {order_by} LIMIT {n}) t \
                  ORDER BY t.{parent}, {order_by}"
             ),
@@ -44,7 +46,7 @@ where
         _ => (
             format!(
                 "WITH parents(parent_id) AS (VALUES {}) \
-                 SELECT t.* FROM parents, {table} t WHERE t.id IN \
+                 SELECT {picked} FROM parents, {table} t WHERE t.id IN \
                  (SELECT id FROM {table} WHERE {parent} = parents.parent_id ORDER BY {order_by} LIMIT {n}) \
                  ORDER BY t.{parent}, {order_by}",
                 vec!["(?)"; parents.len()].join(", ")
@@ -52,7 +54,7 @@ where
             parents.iter().map(|id| Value::from(*id)).collect(),
         ),
     };
-    E::Model::find_by_statement(Statement::from_sql_and_values(backend, sql, values))
+    M::find_by_statement(Statement::from_sql_and_values(backend, sql, values))
         .all(db)
         .await
 }

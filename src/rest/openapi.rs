@@ -81,8 +81,10 @@ impl Modify for ConditionalRequests {
             .parameter_in(ParameterIn::Header)
             .required(Required::False)
             .description(Some(
-                "ETags of answers the client holds; when one is this answer's, it is 304 \
-                 Not Modified, which costs no rate limit and no quota.",
+                "ETags of answers the client holds (several headers form one list; `*` is any \
+                 answer; a list of more than 64 tags or 8 KiB is not read); when one is this \
+                 answer's, it is 304 Not Modified, which counts against the rate limit but \
+                 charges no quota.",
             ))
             .schema(Some(Object::with_type(Type::String)))
             .build();
@@ -133,7 +135,9 @@ impl Modify for ConditionalRequests {
             fall back to 1 and 100. Every response carries X-RateLimit-Limit, X-RateLimit-Remaining and \
             X-RateLimit-Reset (Unix seconds when the minute window ends). Every successful GET carries an \
             ETag; sent back in If-None-Match, an unchanged answer is 304 Not Modified, which counts against \
-            neither the rate limit nor the quota. GET /rate_limit is free."
+            the rate limit like any request (its answer is worked out to compare it) but charges no quota. \
+            GET /rate_limit is free. An answer larger than the server's response size limit (16 MiB by \
+            default) is 422 response_too_large: ask for a smaller page_size."
     ),
     servers((url = "/v1")),
     paths(

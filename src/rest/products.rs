@@ -9,6 +9,7 @@ use utoipa::IntoParams;
 use super::params::{self, Params, PathId, names, one_of};
 use crate::http::ApiError;
 use crate::http::error::ErrorBody;
+use crate::http::sized::{self, Within};
 use crate::query::Page;
 use crate::query::prices::{self, PriceHistoryFilter};
 use crate::query::products::{self, ProductFilter};
@@ -59,12 +60,13 @@ pub struct ProductsQuery {
     responses(
         (status = 200, body = ProductPage),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 429, body = ErrorBody),
+        (status = 422, body = ErrorBody, description = "response_too_large: the products would pass the response size limit; ask for a smaller page_size"),
     ),
     security(("bearerAuth" = [])))]
 pub async fn list(
     State(state): State<AppState>,
     Params(q): Params<ProductsQuery>,
-) -> Result<Json<ProductPage>, ApiError> {
+) -> Result<Within<ProductPage>, ApiError> {
     let filter = ProductFilter {
         marketplace: one_of(
             "marketplace",
@@ -86,15 +88,17 @@ pub async fn list(
         )?,
     };
     let page = Page::clamped(q.page, q.page_size);
-    let (views, has_more) = products::list(&state.db, &filter, page).await?;
-    Ok(Json(ProductPage {
+    let budget = sized::budget(&state);
+    let (views, has_more) = products::list(&state.db, &filter, page, &budget).await?;
+    let body = ProductPage {
         data: views.into_iter().map(Product::from).collect(),
         meta: HasMoreMeta {
             has_more,
             page: page.page,
             page_size: page.page_size,
         },
-    }))
+    };
+    Ok(sized::within(&state, body))
 }
 
 /// One product by its internal id.
@@ -103,14 +107,16 @@ pub async fn list(
     responses(
         (status = 200, body = ProductEnvelope),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody), (status = 429, body = ErrorBody),
+        (status = 422, body = ErrorBody, description = "response_too_large: a product stored before the per-product limit, larger than the response size limit"),
     ),
     security(("bearerAuth" = [])))]
 pub async fn get(
     State(state): State<AppState>,
     PathId(id): PathId,
-) -> Result<Json<ProductEnvelope>, ApiError> {
-    let view = products::get(&state.db, params::uuid(&id)?).await?;
-    Ok(Json(ProductEnvelope { data: view.into() }))
+) -> Result<Within<ProductEnvelope>, ApiError> {
+    let budget = sized::budget(&state);
+    let view = products::get(&state.db, params::uuid(&id)?, &budget).await?;
+    Ok(sized::within(&state, ProductEnvelope { data: view.into() }))
 }
 
 /// Filters of the price history, combined with AND.

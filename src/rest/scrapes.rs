@@ -12,7 +12,7 @@ use utoipa::IntoParams;
 use super::params::{self, Params, PathId};
 use crate::accounts::Caller;
 use crate::http::error::ErrorBody;
-use crate::http::{ApiError, conditional};
+use crate::http::{ApiError, conditional, sized};
 use crate::limits::{QuotaOutcome, quota};
 use crate::query::{Page, sessions};
 use crate::state::AppState;
@@ -77,6 +77,7 @@ pub async fn get(
             headers(("X-Quota-Limit" = i64, description = "Daily quota in rows"), ("X-Quota-Remaining" = i64, description = "Rows left today"))),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
         (status = 429, body = ErrorBody, description = "rate_limited or quota_exceeded"),
+        (status = 422, body = ErrorBody, description = "response_too_large: the products would pass the response size limit; ask for a smaller page_size"),
     ),
     security(("bearerAuth" = [])))]
 pub async fn products(
@@ -88,8 +89,9 @@ pub async fn products(
 ) -> Result<Response, ApiError> {
     let id = params::uuid(&id)?;
     let page = Page::clamped(q.page, q.page_size);
+    let budget = sized::budget(&state);
     let (entries, total) =
-        sessions::entries_for_account(&state.db, caller.account_id, id, page).await?;
+        sessions::entries_for_account(&state.db, caller.account_id, id, page, &budget).await?;
     let rows = entries.iter().filter(|e| e.product.is_some()).count() as i64;
     let body = SessionProductPage {
         data: entries.into_iter().map(SessionProduct::from).collect(),
@@ -99,7 +101,7 @@ pub async fn products(
             page_size: page.page_size,
         },
     };
-    let body = serde_json::to_vec(&body).map_err(ApiError::internal)?;
+    let body = sized::within(&state, body).to_bytes()?;
     // Tagged here, not by `conditional::revalidate`: a client that holds
     // these rows already is answered 304 before they are charged.
     let tag = conditional::tag(&body);

@@ -10,12 +10,15 @@ use entity::{
 };
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
-use sea_orm::{ActiveModelTrait, ActiveValue::Set, ConnectionTrait, DbErr, IntoActiveModel};
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ConnectionTrait, DbErr, IntoActiveModel, StreamTrait,
+};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::vocab::{self, Names};
 use crate::db::insert_batched;
+use crate::jobs::merge::size;
 use crate::text::{self, SearchKeys};
 
 /// Products per seller, on average.
@@ -62,13 +65,21 @@ pub struct ProductBatch {
 }
 
 impl ProductBatch {
-    pub async fn insert(self, db: &impl ConnectionTrait) -> Result<(), DbErr> {
+    /// Inserts the batch, then measures its products as the merge would
+    /// (`products.stored_size`).
+    pub async fn insert(self, db: &(impl ConnectionTrait + StreamTrait)) -> Result<(), DbErr> {
+        let ids: Vec<Uuid> = self
+            .products
+            .iter()
+            .filter_map(|p| p.id.try_as_ref().copied())
+            .collect();
         insert_batched(db, self.products).await?;
         insert_batched(db, self.translations).await?;
         insert_batched(db, self.categories).await?;
         insert_batched(db, self.observations).await?;
         insert_batched(db, self.current).await?;
-        insert_batched(db, self.special).await
+        insert_batched(db, self.special).await?;
+        size::record_all(db, &ids).await
     }
 }
 
@@ -329,6 +340,8 @@ impl Catalog {
             default_language: "ru".to_owned(),
             first_seen_at,
             last_seen_at,
+            // Measured once the batch is written.
+            stored_size: 0,
         };
 
         for &lang in &languages {

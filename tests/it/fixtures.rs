@@ -8,7 +8,9 @@ use entity::{
     category_snapshot, current_price, price_observation, product, product_translation,
     scrape_session, seller, special_price, submission,
 };
-use sea_orm::{ActiveModelTrait, ActiveValue::Set, DatabaseConnection, IntoActiveModel, NotSet};
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, DatabaseConnection, EntityTrait, IntoActiveModel, NotSet,
+};
 use serde_json::json;
 use uuid::Uuid;
 use vitrina::text::{self, SearchKeys};
@@ -121,8 +123,9 @@ pub async fn insert_product(
         default_language: "ru".into(),
         first_seen_at: spec.first_seen_at,
         last_seen_at: spec.first_seen_at + TimeDelta::days(1),
+        stored_size: 0,
     };
-    let inserted = model
+    model
         .into_active_model()
         .reset_all()
         .insert(db)
@@ -144,7 +147,16 @@ pub async fn insert_product(
         .await
         .expect("insert translation");
     }
-    inserted
+    // Measured as the merge measures what it writes (prices inserted later
+    // are not in it, as if written after the last merge).
+    vitrina::jobs::merge::size::record_all(db, &[id])
+        .await
+        .expect("measure product");
+    product::Entity::find_by_id(id)
+        .one(db)
+        .await
+        .expect("read product")
+        .expect("the product")
 }
 
 /// A price observation of a product (also its current price when `current`).

@@ -183,7 +183,8 @@ async fn over_get_a_hash_alone_runs_the_text_sent_with_it_before() {
 }
 
 /// What makes a hash-only GET worth sending: it is tagged like any GET,
-/// and an unchanged answer is a free 304.
+/// and an unchanged answer is a 304 without a body. It counts against the
+/// rate limit like the 200: its answer was worked out to compare it.
 #[tokio::test]
 async fn a_hash_alone_over_get_is_answered_304_while_unchanged() {
     let (app, key) = app().await;
@@ -207,6 +208,11 @@ async fn a_hash_alone_over_get_is_answered_304_while_unchanged() {
     let again = send(Some(&etag)).await.expect("request");
     assert_eq!(again.status(), 304);
     assert_eq!(header(&again, "etag"), Some(etag.as_str()));
+    let left = |r: &reqwest::Response| -> i64 {
+        let remaining = header(r, "x-ratelimit-remaining").expect("rate headers");
+        remaining.parse().expect("a number")
+    };
+    assert_eq!(left(&again), left(&first) - 1, "the 304 counts");
 }
 
 #[tokio::test]

@@ -544,6 +544,7 @@ fn settings(batch: u64) -> MergeSettings {
         lease: TimeDelta::minutes(5),
         max_attempts: 3,
         public_url: "http://vitrina.test".into(),
+        max_product_bytes: vitrina::config::SizeConfig::default().max_product_bytes(),
     }
 }
 

@@ -13,7 +13,7 @@ use sea_orm::{
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 use vitrina::clock::Clock;
-use vitrina::config::{JobsConfig, Settings};
+use vitrina::config::{JobsConfig, Settings, SizeConfig};
 use vitrina::jobs::merge::limits;
 
 use crate::helpers::TestApp;
@@ -686,9 +686,19 @@ async fn a_nul_anywhere_in_an_upload_is_refused_naming_the_field() {
     assert_eq!(submission::Entity::find().count(&app.db).await.unwrap(), 0);
 }
 
+/// The item limits against what the database's indexes hold: a product
+/// this large is over the default per-product limit (`hostile_sizes.rs`),
+/// so this server allows products of up to 1 MiB.
 #[tokio::test]
 async fn an_item_with_every_text_and_list_at_its_limit_merges() {
-    let app = TestApp::spawn().await;
+    let app = TestApp::spawn_with_settings(Settings {
+        sizes: SizeConfig {
+            max_product_kb: 1024,
+            max_response_mb: 128,
+        },
+        ..Settings::default()
+    })
+    .await;
     let key = app.key("acme").await;
     // Texts in no pattern, so no index entry is compressed below its size,
     // with `İ`s that the folded twins lengthen.

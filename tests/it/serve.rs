@@ -106,6 +106,11 @@ impl Serve {
         self.logged.iter().any(|l| l.contains(text))
     }
 
+    /// The process id, to read its `/proc` entries.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     pub fn signal(&self, signal: Signal) {
         kill_process(Pid::from_child(&self.child), signal).expect("signal the server");
     }

@@ -25,6 +25,8 @@
 //!   `price_flagged` and trust `flagged`. A later clean item clears
 //!   `price_flagged` and returns a flagged product to `unverified`; a product
 //!   merged from sessions of two or more accounts becomes `verified`.
+//! - Size: the product as written is measured (`size.rs`); an item that
+//!   takes it over the per-product limit is rejected, its writes rolled back.
 
 use std::collections::BTreeSet;
 
@@ -37,13 +39,13 @@ use sea_orm::sea_query::{Expr, OnConflict, Query};
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DbErr,
     EntityTrait, ExprTrait, IntoActiveModel, NotSet, PaginatorTrait, QueryFilter, QuerySelect,
-    sea_query::LockType,
+    StreamTrait, sea_query::LockType,
 };
 use serde_json::Value;
 use uuid::Uuid;
 
 use super::item::{ScrapedItem, ScrapedPrice};
-use super::limits;
+use super::{limits, size};
 use crate::text::{self, SearchKeys};
 
 /// The language the marketplaces publish in; it becomes the default once seen.
@@ -61,12 +63,14 @@ pub enum Outcome {
     Rejected(String),
 }
 
-/// Merges `item` (observed at `observed_at`) from a session of `account_id`.
+/// Merges `item` (observed at `observed_at`) from a session of `account_id`,
+/// keeping its product within `max_product_bytes` of JSON.
 pub async fn apply(
-    db: &impl ConnectionTrait,
+    db: &(impl ConnectionTrait + StreamTrait),
     item: &ScrapedItem,
     account_id: Uuid,
     observed_at: DateTime<Utc>,
+    max_product_bytes: u64,
 ) -> Result<Outcome, DbErr> {
     let seller = upsert_seller(db, item, observed_at).await?;
     let (mut product, created) = find_or_create_product(db, item, seller.id, observed_at).await?;
@@ -116,6 +120,9 @@ pub async fn apply(
     }
     let id = product.id;
     product.into_active_model().reset_all().update(db).await?;
+    if let Some(reason) = size::record(db, id, max_product_bytes).await? {
+        return Ok(Outcome::Rejected(reason));
+    }
     Ok(match flag {
         Some(reason) => Outcome::Flagged(id, reason),
         None => Outcome::Merged(id),
@@ -230,6 +237,8 @@ async fn find_or_create_product(
         default_language: item.language.clone(),
         first_seen_at: at,
         last_seen_at: at,
+        // Measured once the merge has written it.
+        stored_size: 0,
     };
     let id = fresh.id;
     product::Entity::insert(fresh.into_active_model().reset_all())

@@ -24,6 +24,7 @@ pub mod apply;
 mod fault;
 pub mod item;
 pub mod limits;
+pub mod size;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use entity::{SubmissionStatus, scrape_session, submission};
@@ -52,6 +53,8 @@ pub struct MergeSettings {
     pub max_attempts: u32,
     /// Base of the absolute URLs written into webhook payloads.
     pub public_url: String,
+    /// Most bytes of JSON a product may grow to (`size.rs`).
+    pub max_product_bytes: u64,
 }
 
 /// What a pass did.
@@ -258,7 +261,8 @@ async fn finish(
         Err(reason) => Outcome::Rejected(reason),
         Ok(item) => {
             let observed_at = item.observed_at.unwrap_or(claimed.created_at);
-            apply_alone(&txn, &item, session.account_id, observed_at).await?
+            let max = settings.max_product_bytes;
+            apply_alone(&txn, &item, session.account_id, observed_at, max).await?
         }
     };
     let (status, product_id, reason) = match outcome {
@@ -334,9 +338,11 @@ async fn apply_alone(
     item: &ScrapedItem,
     account_id: uuid::Uuid,
     observed_at: DateTime<Utc>,
+    max_product_bytes: u64,
 ) -> Result<Outcome, DbErr> {
     let savepoint = txn.begin().await?;
-    let outcome = match apply::apply(&savepoint, item, account_id, observed_at).await {
+    let applied = apply::apply(&savepoint, item, account_id, observed_at, max_product_bytes);
+    let outcome = match applied.await {
         Err(e) if fault::classify(&e) == Fault::Item => {
             Outcome::Rejected(format!("could not be stored: {e}"))
         }

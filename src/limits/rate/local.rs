@@ -22,14 +22,9 @@ impl LocalWindows {
             *counted = (window.minute, 0);
         }
         let used = &mut counted.1;
-        let allowed = match tally {
-            Tally::Count | Tally::Peek => *used < limit,
-            Tally::Refund => *used > 0,
-        };
-        match tally {
-            Tally::Count if allowed => *used += 1,
-            Tally::Refund if allowed => *used -= 1,
-            _ => {}
+        let allowed = *used < limit;
+        if allowed && tally == Tally::Count {
+            *used += 1;
         }
         Counted {
             allowed,

@@ -28,8 +28,6 @@ pub struct RateDecision {
     pub reset_at: i64,
     /// Seconds until the window ends (at least 1).
     pub retry_after: i64,
-    /// Whether Redis tallied it (else this process did).
-    pub shared: bool,
 }
 
 /// The window a request falls in.
@@ -58,8 +56,6 @@ enum Tally {
     Count,
     /// Only reads.
     Peek,
-    /// Gives back a request counted before.
-    Refund,
 }
 
 impl Tally {
@@ -67,13 +63,12 @@ impl Tally {
         match self {
             Tally::Count => "count",
             Tally::Peek => "peek",
-            Tally::Refund => "refund",
         }
     }
 }
 
-/// A request tallied in its window: whether it fit (was counted, would be
-/// counted, was given back), and how many requests the window holds after.
+/// A request tallied in its window: whether it fit (was counted, or would
+/// be), and how many requests the window holds after.
 #[derive(Debug, Clone, Copy)]
 struct Counted {
     allowed: bool,
@@ -81,7 +76,7 @@ struct Counted {
 }
 
 impl Counted {
-    fn decision(self, limit: u32, window: Window, shared: bool) -> RateDecision {
+    fn decision(self, limit: u32, window: Window) -> RateDecision {
         let reset_at = (window.minute + 1) * 60;
         RateDecision {
             allowed: self.allowed,
@@ -89,7 +84,6 @@ impl Counted {
             remaining: limit.saturating_sub(self.used),
             reset_at,
             retry_after: (reset_at - window.at).max(1),
-            shared,
         }
     }
 }
@@ -132,36 +126,13 @@ impl RateLimiter {
         self.tally(account, Window::of(now), Tally::Peek).await
     }
 
-    /// Gives back a request `counted` counted (one answered `304 Not
-    /// Modified`), in the window and the store that counted it: given back
-    /// elsewhere it would free a request that was never counted there.
-    pub async fn refund(&self, account: Uuid, counted: &RateDecision) -> RateDecision {
-        let window = Window {
-            minute: counted.reset_at.div_euclid(60) - 1,
-            at: counted.reset_at - counted.retry_after,
-        };
-        if counted.shared {
-            // Redis not answering now only keeps the request counted.
-            if let Some(shared) = &self.shared
-                && let Some(refunded) = shared
-                    .tally(account, window, self.limit, Tally::Refund)
-                    .await
-            {
-                return refunded.decision(self.limit, window, true);
-            }
-            return *counted;
-        }
-        let refunded = self.local.tally(account, window, self.limit, Tally::Refund);
-        refunded.decision(self.limit, window, false)
-    }
-
     async fn tally(&self, account: Uuid, window: Window, tally: Tally) -> RateDecision {
         if let Some(shared) = &self.shared
             && let Some(counted) = shared.tally(account, window, self.limit, tally).await
         {
-            return counted.decision(self.limit, window, true);
+            return counted.decision(self.limit, window);
         }
         let counted = self.local.tally(account, window, self.limit, tally);
-        counted.decision(self.limit, window, false)
+        counted.decision(self.limit, window)
     }
 }

@@ -1,7 +1,7 @@
 //! Rate windows in Redis, shared by every replica. One Lua script per request
 //! reads the account's window, counts the request when it fits and sets the
-//! key to expire (or gives a request back, or only reads), atomically, so replicas racing on one window never let more
-//! than the limit through.
+//! key to expire (or only reads), atomically, so replicas racing on one
+//! window never let more than the limit through.
 //!
 //! Redis is asked with a deadline; a request it does not answer in time is
 //! counted in process memory by the caller. After a failure Redis rests for
@@ -21,19 +21,13 @@ use super::{Counted, Tally, Window};
 
 /// KEYS[1]: the account's window; ARGV[1]: the limit; ARGV[2]: seconds the
 /// key lives after its first request; ARGV[3]: the [`Tally`] (`count` counts
-/// the request when it fits, `peek` only reads, `refund` gives one back).
+/// the request when it fits, `peek` only reads).
 /// Answers {allowed (0 or 1), used}.
 const TALLY: &str = r"
 local used = tonumber(redis.call('GET', KEYS[1]) or '0')
 local tally = ARGV[3]
 if tally == 'peek' then
   return {used < tonumber(ARGV[1]) and 1 or 0, used}
-end
-if tally == 'refund' then
-  if used == 0 then
-    return {0, 0}
-  end
-  return {1, redis.call('DECR', KEYS[1])}
 end
 if used >= tonumber(ARGV[1]) then
   return {0, used}
