@@ -4,7 +4,8 @@
 //! (which rejects bad ones with a reason), so an upload never loses the
 //! well-formed items of a batch because of one bad item. Only what could not
 //! be stored at all is refused here, naming the field: a NUL in any string
-//! or key, a text or list over its limit (`jobs::merge::limits`).
+//! or key, a number outside the domain, a text or list over its limit
+//! (`jobs::merge::limits`).
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -77,7 +78,9 @@ fn wire<T: Serialize>(value: T) -> String {
 }
 
 fn parse(body: &[u8]) -> Result<Upload, ApiError> {
-    let upload: Upload = serde_json::from_slice(body)
+    let mut json = serde_json::Deserializer::from_slice(body);
+    let mut upload: Upload = serde_path_to_error::deserialize(&mut json).map_err(unreadable)?;
+    json.end()
         .map_err(|e| ApiError::InvalidBody(format!("the body is not a valid upload: {e}")))?;
     if upload.items.len() > MAX_ITEMS {
         return Err(ApiError::InvalidBody(format!(
@@ -89,10 +92,27 @@ fn parse(body: &[u8]) -> Result<Upload, ApiError> {
             "items[{i}] must be an object"
         )));
     }
-    for (i, item) in upload.items.iter().enumerate() {
+    for (i, item) in upload.items.iter_mut().enumerate() {
         limits::check_upload(item).map_err(|v| ApiError::InvalidBody(format!("items[{i}].{v}")))?;
     }
     Ok(upload)
+}
+
+/// Why the body is not an upload, and where in it.
+fn unreadable(e: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
+    let path = e.path().to_string();
+    let inner = e.inner();
+    // A number beyond a double (`1e309`, 400 digits) never becomes a value
+    // to check; serde_json says so in words only.
+    if inner.to_string().starts_with("number out of range") {
+        let shown = format!(
+            "a number beyond what a double holds (at line {}, column {})",
+            inner.line(),
+            inner.column()
+        );
+        return ApiError::InvalidBody(limits::out_of_domain(path, shown).to_string());
+    }
+    ApiError::InvalidBody(format!("the body is not a valid upload: {path}: {inner}"))
 }
 
 fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {

@@ -27,6 +27,7 @@ mod graphql_persisted;
 mod graphql_reads;
 mod graphql_schema;
 mod graphql_sessions;
+mod hostile_numbers;
 mod hostile_params;
 mod metrics;
 mod modules;

@@ -6,37 +6,14 @@
 
 use entity::{SubmissionStatus, product, product_category, seller, submission};
 use sea_orm::sea_query::Query;
-use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbBackend, DbErr,
-    EntityTrait, NotSet, PaginatorTrait, QueryFilter,
-};
+use sea_orm::{ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
-use vitrina::clock::Clock;
 use vitrina::config::{JobsConfig, Settings};
 use vitrina::jobs::merge::limits;
 
 use crate::helpers::TestApp;
-use crate::helpers::uploads::{item, send, submissions, upload, with};
-
-/// Stores `payload` as a pending submission of `session` straight into the
-/// database, past the upload's checks.
-async fn store(app: &TestApp, session: Uuid, payload: Value) -> Result<(), DbErr> {
-    submission::ActiveModel {
-        id: NotSet,
-        session_id: Set(session),
-        status: Set(SubmissionStatus::Pending),
-        payload: Set(payload),
-        product_id: Set(None),
-        reason: Set(None),
-        lease_expires_at: Set(None),
-        created_at: Set(app.clock.now()),
-        updated_at: Set(app.clock.now()),
-    }
-    .insert(&app.db)
-    .await
-    .map(|_| ())
-}
+use crate::helpers::uploads::{item, send, store, submissions, upload, with};
 
 /// A fixed xorshift sequence from `seed`: values in no pattern a compressor
 /// (PostgreSQL compresses long index entries) could use.

@@ -254,13 +254,14 @@ async fn finish(
     else {
         return txn.rollback().await;
     };
-    let outcome = match rejected.map_or_else(|| ScrapedItem::parse(&claimed.payload, now), Err) {
-        Err(reason) => Outcome::Rejected(reason),
-        Ok(item) => {
-            let observed_at = item.observed_at.unwrap_or(claimed.created_at);
-            apply_alone(&txn, &item, session.account_id, observed_at).await?
-        }
-    };
+    let outcome =
+        match rejected.map_or_else(|| ScrapedItem::parse(claimed.payload.clone(), now), Err) {
+            Err(reason) => Outcome::Rejected(reason),
+            Ok(item) => {
+                let observed_at = item.observed_at.unwrap_or(claimed.created_at);
+                apply_alone(&txn, &item, session.account_id, observed_at).await?
+            }
+        };
     let (status, product_id, reason) = match outcome {
         Outcome::Merged(id) => (SubmissionStatus::Merged, Some(id), None),
         Outcome::Flagged(id, reason) => (SubmissionStatus::Flagged, Some(id), Some(reason)),

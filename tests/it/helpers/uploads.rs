@@ -1,10 +1,14 @@
 //! Uploads through the extension API: a valid item to vary, and the
 //! submissions an upload made.
 
-use entity::submission;
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
+use entity::{SubmissionStatus, submission};
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, DbErr, EntityTrait, NotSet, QueryFilter,
+    QueryOrder,
+};
 use serde_json::{Value, json};
 use uuid::Uuid;
+use vitrina::clock::Clock;
 
 use super::TestApp;
 
@@ -41,6 +45,45 @@ pub fn with(mut value: Value, path: &[&str], new: Value) -> Value {
     }
     *target = new;
     value
+}
+
+/// Stores `payload` as a pending submission of `session` straight into the
+/// database, past the upload's checks.
+pub async fn store(app: &TestApp, session: Uuid, payload: Value) -> Result<(), DbErr> {
+    submission::ActiveModel {
+        id: NotSet,
+        session_id: Set(session),
+        status: Set(SubmissionStatus::Pending),
+        payload: Set(payload),
+        product_id: Set(None),
+        reason: Set(None),
+        lease_expires_at: Set(None),
+        created_at: Set(app.clock.now()),
+        updated_at: Set(app.clock.now()),
+    }
+    .insert(&app.db)
+    .await
+    .map(|_| ())
+}
+
+/// POSTs `body` to the upload endpoint as `key`, exactly as written, with
+/// an `Idempotency-Key` when given.
+pub async fn post_raw(
+    app: &TestApp,
+    key: &str,
+    body: impl Into<reqwest::Body>,
+    idempotency_key: Option<&str>,
+) -> reqwest::Response {
+    let mut request = app
+        .client
+        .post(app.url("/extension/v1/scrapes"))
+        .bearer_auth(key)
+        .header("content-type", "application/json")
+        .body(body);
+    if let Some(idempotency_key) = idempotency_key {
+        request = request.header("idempotency-key", idempotency_key);
+    }
+    request.send().await.expect("request")
 }
 
 /// Uploads and returns the session id.
