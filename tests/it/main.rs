@@ -41,6 +41,7 @@ mod rest_products;
 mod rest_sessions;
 mod serve;
 mod shutdown;
+mod unmergeable_rows;
 mod visible_limits;
 mod webhooks;
 mod ws;

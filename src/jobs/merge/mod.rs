@@ -8,10 +8,13 @@
 //! rows return to `pending`. A worker whose lease was taken over finds its
 //! submission no longer leased to it and rolls its merge back.
 //!
-//! One item never holds up the others. Its writes run in a savepoint: an
-//! error the item caused (a value no index can hold, text the database
-//! refuses, a constraint) rolls back that item alone and rejects it with the
-//! error as its reason, and the batch goes on. An error of the database
+//! One item never holds up the others. A batch is read with each stored item
+//! as raw bytes, decoded one submission at a time, so an item that cannot be
+//! read (a number beyond a double, text that is not JSON) is rejected alone,
+//! its reason the decoding error. Its writes run in a savepoint: an error
+//! the item caused (a value no index can hold, text the database refuses, a
+//! constraint, a trigger refusing it) rolls back that item alone and rejects
+//! it with the error as its reason, and the batch goes on. An error of the database
 //! itself (`fault`) rejects nothing: the pass stops, and the unfinished
 //! batch is handed back for the next pass (or, with the database down,
 //! waits for its lease). Every merge that begins is first counted on its
@@ -29,9 +32,11 @@ use chrono::{DateTime, TimeDelta, Utc};
 use entity::{SubmissionStatus, scrape_session, submission};
 use sea_orm::sea_query::{Expr, LockBehavior, LockType, Query};
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbErr,
-    EntityTrait, ExprTrait, FromQueryResult, QueryFilter, TransactionTrait, UpdateMany,
+    ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbBackend,
+    DbErr, EntityTrait, ExprTrait, FromQueryResult, QueryFilter, TransactionTrait, UpdateMany,
 };
+use serde_json::Value;
+use uuid::Uuid;
 
 use super::completion;
 use crate::clock::Clock;
@@ -66,17 +71,43 @@ pub struct MergeReport {
     pub completed_sessions: u64,
 }
 
-/// A claimed submission, and how many merges of it began before this claim.
+/// A claimed submission: what the merge needs of it, its stored item
+/// still undecoded, and how many merges of it began before this claim.
 #[derive(Debug, Clone, FromQueryResult)]
 pub struct Claimed {
-    #[sea_orm(nested)]
-    pub submission: submission::Model,
+    pub id: i64,
+    pub session_id: Uuid,
+    pub lease_expires_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
     pub attempts: i32,
+    /// The stored item as the database prints it. Decoded one submission at
+    /// a time ([`Claimed::item`]), so one that cannot be read fails neither
+    /// the batch's read nor anything but its own merge.
+    pub payload: Vec<u8>,
+}
+
+impl Claimed {
+    /// The stored item; `Err` is the reason it is rejected when it cannot
+    /// be read.
+    fn item(&self) -> Result<Value, String> {
+        serde_json::from_slice(&self.payload)
+            .map_err(|e| format!("the stored item cannot be read: {e}"))
+    }
 }
 
 /// Longest reason kept on a submission; a longer one (a parse error quoting a
 /// huge value) is cut.
 const MAX_REASON: usize = 1024;
+
+/// The stored item as bytes, named `payload`: jsonb printed as text on
+/// PostgreSQL, the text itself on SQLite. Bytes, not text, so that no stored
+/// value can fail the statement that reads the whole batch.
+fn raw_payload(backend: DbBackend) -> Expr {
+    Expr::cust(match backend {
+        DbBackend::Postgres => r#"convert_to(CAST("payload" AS text), 'UTF8') AS "payload""#,
+        _ => r#"CAST("payload" AS BLOB) AS "payload""#,
+    })
+}
 
 /// An update of submissions back to `pending`, unleased.
 fn back_to_pending() -> UpdateMany<submission::Entity> {
@@ -127,11 +158,18 @@ pub async fn claim(
         .value(submission::Column::LeaseExpiresAt, now + settings.lease)
         .value(submission::Column::UpdatedAt, now)
         .and_where(submission::Column::Id.in_subquery(pending.to_owned()))
-        .returning_all()
+        .returning(Query::returning().exprs([
+            Expr::col(submission::Column::Id),
+            Expr::col(submission::Column::SessionId),
+            Expr::col(submission::Column::LeaseExpiresAt),
+            Expr::col(submission::Column::CreatedAt),
+            Expr::col(submission::Attempts),
+            raw_payload(db.get_database_backend()),
+        ]))
         .to_owned();
     let statement = db.get_database_backend().build(&claim);
     let mut rows = Claimed::find_by_statement(statement).all(db).await?;
-    rows.sort_by_key(|c| c.submission.id);
+    rows.sort_by_key(|c| c.id);
     Ok(rows)
 }
 
@@ -165,8 +203,8 @@ pub async fn run_pass_until(
         if batch.is_empty() {
             break;
         }
-        let ids: Vec<i64> = batch.iter().map(|c| c.submission.id).collect();
-        let lease = batch[0].submission.lease_expires_at;
+        let ids: Vec<i64> = batch.iter().map(|c| c.id).collect();
+        let lease = batch[0].lease_expires_at;
         for submission in batch {
             if stop() {
                 hand_back(db, &ids, lease).await;
@@ -206,10 +244,7 @@ async fn merge_one(
     claimed: Claimed,
     report: &mut MergeReport,
 ) -> Result<(), DbErr> {
-    let Claimed {
-        submission: claimed,
-        attempts,
-    } = claimed;
+    let attempts = claimed.attempts;
     let exhausted = i64::from(attempts) >= i64::from(settings.max_attempts);
     if exhausted {
         let reason = format!(
@@ -242,7 +277,7 @@ async fn finish(
     clock: &dyn Clock,
     settings: &MergeSettings,
     events: &SessionEvents,
-    claimed: &submission::Model,
+    claimed: &Claimed,
     rejected: Option<String>,
     report: &mut MergeReport,
 ) -> Result<(), DbErr> {
@@ -254,14 +289,18 @@ async fn finish(
     else {
         return txn.rollback().await;
     };
-    let outcome =
-        match rejected.map_or_else(|| ScrapedItem::parse(claimed.payload.clone(), now), Err) {
-            Err(reason) => Outcome::Rejected(reason),
-            Ok(item) => {
-                let observed_at = item.observed_at.unwrap_or(claimed.created_at);
-                apply_alone(&txn, &item, session.account_id, observed_at).await?
-            }
-        };
+    let read = || {
+        claimed
+            .item()
+            .and_then(|item| ScrapedItem::parse(item, now))
+    };
+    let outcome = match rejected.map_or_else(read, Err) {
+        Err(reason) => Outcome::Rejected(reason),
+        Ok(item) => {
+            let observed_at = item.observed_at.unwrap_or(claimed.created_at);
+            apply_alone(&txn, &item, session.account_id, observed_at).await?
+        }
+    };
     let (status, product_id, reason) = match outcome {
         Outcome::Merged(id) => (SubmissionStatus::Merged, Some(id), None),
         Outcome::Flagged(id, reason) => (SubmissionStatus::Flagged, Some(id), Some(reason)),
@@ -303,11 +342,7 @@ async fn finish(
 /// made before the work, so that a merge which never finishes still counts;
 /// or takes the count back (`by` -1). False when the lease was lost to
 /// another worker.
-async fn count_attempt(
-    db: &DatabaseConnection,
-    claimed: &submission::Model,
-    by: i32,
-) -> Result<bool, DbErr> {
+async fn count_attempt(db: &DatabaseConnection, claimed: &Claimed, by: i32) -> Result<bool, DbErr> {
     let counted = submission::Entity::update_many()
         .col_expr(
             submission::Attempts,
@@ -320,7 +355,7 @@ async fn count_attempt(
 }
 
 /// `claimed` is still processing under the lease this worker holds.
-fn still_leased(claimed: &submission::Model) -> Condition {
+fn still_leased(claimed: &Claimed) -> Condition {
     Condition::all()
         .add(submission::Column::Id.eq(claimed.id))
         .add(submission::Column::Status.eq(SubmissionStatus::Processing))

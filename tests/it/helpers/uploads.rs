@@ -2,9 +2,10 @@
 //! submissions an upload made.
 
 use entity::{SubmissionStatus, submission};
+use sea_orm::sea_query::Query;
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, DbErr, EntityTrait, NotSet, QueryFilter,
-    QueryOrder,
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, NotSet,
+    QueryFilter, QueryOrder, QuerySelect,
 };
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -103,4 +104,32 @@ pub async fn submissions(app: &TestApp, session: Uuid) -> Vec<submission::Model>
         .all(&app.db)
         .await
         .unwrap()
+}
+
+/// The status and reason of each submission of `session`, in submission
+/// order, without reading what they store (which may be unreadable).
+pub async fn outcomes(app: &TestApp, session: Uuid) -> Vec<(SubmissionStatus, Option<String>)> {
+    submission::Entity::find()
+        .select_only()
+        .columns([submission::Column::Status, submission::Column::Reason])
+        .filter(submission::Column::SessionId.eq(session))
+        .order_by_asc(submission::Column::Id)
+        .into_tuple()
+        .all(&app.db)
+        .await
+        .unwrap()
+}
+
+/// The merges begun of each submission of `session`, in submission order.
+pub async fn attempts(app: &TestApp, session: Uuid) -> Vec<i32> {
+    let query = Query::select()
+        .column(submission::Attempts)
+        .from(submission::Entity)
+        .and_where(submission::Column::SessionId.eq(session))
+        .order_by(submission::Column::Id, sea_orm::Order::Asc)
+        .to_owned();
+    let rows = app.db.query_all(&query).await.unwrap();
+    rows.iter()
+        .map(|row| row.try_get_by_index::<i32>(0).unwrap())
+        .collect()
 }
