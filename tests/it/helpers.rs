@@ -554,6 +554,29 @@ pub async fn refuse_product(
     }
 }
 
+/// Pins the app's SQLite file at its size (`pinned`), so that any write
+/// needing a new page fails as on a full disk (SQLITE_FULL), or unpins it.
+/// A setting of each connection: all of them are held to set it.
+pub async fn pin_sqlite_file(app: &TestApp, pinned: bool) {
+    let pool = app.db.get_sqlite_connection_pool();
+    let mut held = Vec::new();
+    for _ in 0..pool.options().get_max_connections() {
+        held.push(pool.acquire().await.unwrap());
+    }
+    // Down to the file's size, or back up to SQLite's default.
+    let sql = if pinned {
+        "PRAGMA max_page_count = 1"
+    } else {
+        "PRAGMA max_page_count = 1073741823"
+    };
+    for connection in &mut held {
+        sea_orm::sqlx::raw_sql(sql)
+            .execute(&mut **connection)
+            .await
+            .unwrap();
+    }
+}
+
 // ---------------------------------------------------------------- waiting
 
 /// Asks `check` every `every` until it gives a value; fails after `within`

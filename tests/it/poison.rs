@@ -12,7 +12,7 @@ use vitrina::config::{JobsConfig, Settings};
 use vitrina::jobs::merge::limits;
 
 use crate::helpers::uploads::{attempts, item, send, store, submissions, upload, with};
-use crate::helpers::{TestApp, refuse_product};
+use crate::helpers::{TestApp, pin_sqlite_file, refuse_product};
 
 /// A fixed xorshift sequence from `seed`: values in no pattern a compressor
 /// (PostgreSQL compresses long index entries) could use.
@@ -105,24 +105,7 @@ async fn fail_product_writes(app: &TestApp, failing: bool) {
         app.db.execute_unprepared(sql).await.unwrap();
     }
     if app.db.get_database_backend() == DbBackend::Sqlite {
-        // A setting of each connection: hold them all to set it. Down to the
-        // file's size, or back up to SQLite's default.
-        let pool = app.db.get_sqlite_connection_pool();
-        let mut held = Vec::new();
-        for _ in 0..pool.options().get_max_connections() {
-            held.push(pool.acquire().await.unwrap());
-        }
-        let sql = if failing {
-            "PRAGMA max_page_count = 1"
-        } else {
-            "PRAGMA max_page_count = 1073741823"
-        };
-        for connection in &mut held {
-            sea_orm::sqlx::raw_sql(sql)
-                .execute(&mut **connection)
-                .await
-                .unwrap();
-        }
+        pin_sqlite_file(app, failing).await;
     }
 }
 

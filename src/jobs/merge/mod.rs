@@ -14,17 +14,18 @@
 //! its reason the decoding error. Its writes run in a savepoint: an error
 //! the item caused (a value no index can hold, text the database refuses, a
 //! constraint, a trigger refusing it) rolls back that item alone and rejects
-//! it with the error as its reason, and the batch goes on. An error of the database
-//! itself (`fault`) rejects nothing: the pass stops, and the unfinished
-//! batch is handed back for the next pass (or, with the database down,
-//! waits for its lease). Every merge that begins is first counted on its
-//! submission, in a write of its own, so a submission whose merges never
-//! finish (it stops the worker, outlives its lease, meets a failing
-//! database) is rejected once `max_attempts` of them began, instead of being
-//! claimed forever.
+//! it with the error as its reason, and the batch goes on. An error of the
+//! database itself (`fault`) rejects nothing and counts no attempt: the pass
+//! stops, and the unfinished batch goes back to `pending` at once, or as
+//! soon as the database answers again (`hand_back`). Every merge that
+//! begins is first counted on its submission, in a write of its own, so a
+//! submission whose merges never finish (it stops the worker, outlives its
+//! lease, meets a failing database) is rejected once `max_attempts` of them
+//! began, instead of being claimed forever.
 
 pub mod apply;
 mod fault;
+mod hand_back;
 pub mod item;
 pub mod limits;
 
@@ -33,7 +34,7 @@ use entity::{SubmissionStatus, scrape_session, submission};
 use sea_orm::sea_query::{Expr, LockBehavior, LockType, Query};
 use sea_orm::{
     ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbBackend,
-    DbErr, EntityTrait, ExprTrait, FromQueryResult, QueryFilter, TransactionTrait, UpdateMany,
+    DbErr, EntityTrait, ExprTrait, FromQueryResult, QueryFilter, TransactionTrait,
 };
 use serde_json::Value;
 use uuid::Uuid;
@@ -43,6 +44,8 @@ use crate::clock::Clock;
 use crate::events::SessionEvents;
 use apply::Outcome;
 use fault::Fault;
+use hand_back::Batch;
+pub use hand_back::{Unreturned, release_expired};
 use item::ScrapedItem;
 
 /// How a merge pass runs.
@@ -62,7 +65,8 @@ pub struct MergeSettings {
 /// What a pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MergeReport {
-    /// Expired leases returned to pending.
+    /// Claims returned to pending: expired leases, and batches this worker
+    /// could not hand back when a database fault cut them short.
     pub released: u64,
     pub merged: u64,
     pub flagged: u64,
@@ -109,29 +113,6 @@ fn raw_payload(backend: DbBackend) -> Expr {
     })
 }
 
-/// An update of submissions back to `pending`, unleased.
-fn back_to_pending() -> UpdateMany<submission::Entity> {
-    submission::Entity::update_many()
-        .col_expr(
-            submission::Column::Status,
-            Expr::val(SubmissionStatus::Pending.as_str()),
-        )
-        .col_expr(
-            submission::Column::LeaseExpiresAt,
-            Expr::val(Option::<DateTime<Utc>>::None),
-        )
-}
-
-/// Returns submissions whose lease ran out to `pending`.
-pub async fn release_expired(db: &impl ConnectionTrait, now: DateTime<Utc>) -> Result<u64, DbErr> {
-    let result = back_to_pending()
-        .filter(submission::Column::Status.eq(SubmissionStatus::Processing))
-        .filter(submission::Column::LeaseExpiresAt.lt(now))
-        .exec(db)
-        .await?;
-    Ok(result.rows_affected)
-}
-
 /// Claims up to `batch` pending submissions, oldest first, leased until
 /// `now + lease`.
 pub async fn claim(
@@ -173,29 +154,36 @@ pub async fn claim(
     Ok(rows)
 }
 
-/// Claims and merges until nothing is pending.
+/// Claims and merges until nothing is pending, as a worker that remembers
+/// nothing from an earlier pass.
 pub async fn run_pass(
     db: &DatabaseConnection,
     clock: &dyn Clock,
     settings: &MergeSettings,
     events: &SessionEvents,
 ) -> Result<MergeReport, DbErr> {
-    run_pass_until(db, clock, settings, events, &|| false).await
+    let unreturned = Unreturned::default();
+    run_pass_until(db, clock, settings, events, &unreturned, &|| false).await
 }
 
 /// Claims and merges until nothing is pending or `stop()` (asked before each
 /// submission, e.g. at shutdown): then the submission being merged is
 /// finished and the rest of its batch handed back, no attempt counted.
+/// First of all, hands back what `unreturned` holds from earlier passes of
+/// this worker: when that still fails, the database is still unavailable
+/// and the pass ends there.
 #[tracing::instrument(skip_all)]
 pub async fn run_pass_until(
     db: &DatabaseConnection,
     clock: &dyn Clock,
     settings: &MergeSettings,
     events: &SessionEvents,
+    unreturned: &Unreturned,
     stop: &(dyn Fn() -> bool + Sync),
 ) -> Result<MergeReport, DbErr> {
+    let handed_back = unreturned.hand_back_owed(db).await?;
     let mut report = MergeReport {
-        released: release_expired(db, clock.now()).await?,
+        released: handed_back + release_expired(db, clock.now()).await?,
         ..Default::default()
     };
     while !stop() {
@@ -203,36 +191,32 @@ pub async fn run_pass_until(
         if batch.is_empty() {
             break;
         }
-        let ids: Vec<i64> = batch.iter().map(|c| c.id).collect();
-        let lease = batch[0].lease_expires_at;
-        for submission in batch {
+        let rest = |uncount| Batch {
+            ids: batch.iter().map(|c| c.id).collect(),
+            lease: batch[0].lease_expires_at,
+            uncount,
+        };
+        for submission in &batch {
             if stop() {
-                hand_back(db, &ids, lease).await;
+                unreturned.hand_back(db, rest(None)).await;
                 break;
             }
-            if let Err(e) = merge_one(db, clock, settings, events, submission, &mut report).await {
-                hand_back(db, &ids, lease).await;
-                return Err(e);
+            if let Err(cut) = merge_one(db, clock, settings, events, submission, &mut report).await
+            {
+                unreturned.hand_back(db, rest(cut.uncount)).await;
+                return Err(cut.error);
             }
         }
     }
     Ok(report)
 }
 
-/// Returns the batch's unfinished submissions to `pending` (after the
-/// database failed mid-batch, or at shutdown), so that the next pass takes
-/// them up at once instead of after the lease. When the database is down
-/// this fails too, and the lease returns them.
-async fn hand_back(db: &DatabaseConnection, ids: &[i64], lease: Option<DateTime<Utc>>) {
-    let handed = back_to_pending()
-        .filter(submission::Column::Id.is_in(ids.iter().copied()))
-        .filter(submission::Column::Status.eq(SubmissionStatus::Processing))
-        .filter(submission::Column::LeaseExpiresAt.eq(lease))
-        .exec(db)
-        .await;
-    if let Err(e) = handed {
-        tracing::warn!(error = %e, "unfinished submissions wait for their lease");
-    }
+/// A merge stopped by an error.
+struct Cut {
+    error: DbErr,
+    /// The submission, when its attempt was counted and the error is the
+    /// database's fault, not its own: the hand-back takes the attempt back.
+    uncount: Option<i64>,
 }
 
 /// Merges one claimed submission in its own transaction.
@@ -241,33 +225,35 @@ async fn merge_one(
     clock: &dyn Clock,
     settings: &MergeSettings,
     events: &SessionEvents,
-    claimed: Claimed,
+    claimed: &Claimed,
     report: &mut MergeReport,
-) -> Result<(), DbErr> {
-    let attempts = claimed.attempts;
-    let exhausted = i64::from(attempts) >= i64::from(settings.max_attempts);
+) -> Result<(), Cut> {
+    let uncounted = |error| Cut {
+        error,
+        uncount: None,
+    };
+    let exhausted = i64::from(claimed.attempts) >= i64::from(settings.max_attempts);
     if exhausted {
         let reason = format!(
-            "not merged after {attempts} attempts: none of them finished \
-             (the worker stopped, its lease ran out or the merge failed)"
+            "not merged after {} attempts: none of them finished \
+             (the worker stopped, its lease ran out or the merge failed)",
+            claimed.attempts
         );
-        return finish(db, clock, settings, events, &claimed, Some(reason), report).await;
+        return finish(db, clock, settings, events, claimed, Some(reason), report)
+            .await
+            .map_err(uncounted);
     }
-    if !count_attempt(db, &claimed, 1).await? {
+    if !count_attempt(db, claimed).await.map_err(uncounted)? {
         // The lease ran out and another worker owns the submission now.
         return Ok(());
     }
-    let merged = finish(db, clock, settings, events, &claimed, None, report).await;
-    if let Err(e) = &merged
-        && fault::classify(e) == Fault::Database
-    {
-        // Not the item's doing: the attempt does not count. When the
-        // database is still down this fails too, and the attempt stays.
-        if let Err(e) = count_attempt(db, &claimed, -1).await {
-            tracing::warn!(error = %e, "a failed attempt stays counted");
-        }
-    }
-    merged
+    finish(db, clock, settings, events, claimed, None, report)
+        .await
+        .map_err(|error| Cut {
+            // Not the item's doing: the attempt does not count.
+            uncount: (fault::classify(&error) == Fault::Database).then_some(claimed.id),
+            error,
+        })
 }
 
 /// Merges (or, with `rejected`, rejects) one claimed submission in its own
@@ -338,16 +324,12 @@ async fn finish(
     Ok(())
 }
 
-/// Counts a merge of `claimed` as begun (`by` 1), in a write of its own
-/// made before the work, so that a merge which never finishes still counts;
-/// or takes the count back (`by` -1). False when the lease was lost to
-/// another worker.
-async fn count_attempt(db: &DatabaseConnection, claimed: &Claimed, by: i32) -> Result<bool, DbErr> {
+/// Counts a merge of `claimed` as begun, in a write of its own made before
+/// the work, so that a merge which never finishes still counts. False when
+/// the lease was lost to another worker.
+async fn count_attempt(db: &DatabaseConnection, claimed: &Claimed) -> Result<bool, DbErr> {
     let counted = submission::Entity::update_many()
-        .col_expr(
-            submission::Attempts,
-            Expr::col(submission::Attempts).add(by),
-        )
+        .col_expr(submission::Attempts, Expr::col(submission::Attempts).add(1))
         .filter(still_leased(claimed))
         .exec(db)
         .await?;
