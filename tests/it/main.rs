@@ -29,6 +29,7 @@ mod graphql_schema;
 mod graphql_sessions;
 mod hostile_numbers;
 mod hostile_params;
+mod idempotency;
 mod merge_outage;
 mod metrics;
 mod modules;
