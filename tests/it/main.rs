@@ -45,5 +45,6 @@ mod serve;
 mod shutdown;
 mod unmergeable_rows;
 mod visible_limits;
+mod webhook_url_length;
 mod webhooks;
 mod ws;
