@@ -15,6 +15,10 @@ pub struct Model {
     pub url_count: i64,
     /// The upload's `Idempotency-Key`, unique per account.
     pub idempotency_key: Option<String>,
+    /// Hex SHA-256 of the upload's raw body, to tell a retry from another
+    /// upload under the same key; NULL for sessions stored before it was
+    /// kept.
+    pub request_fingerprint: Option<String>,
     /// When the completion webhook was enqueued; guards against completing twice.
     pub completed_at: Option<DateTimeUtc>,
     pub created_at: DateTimeUtc,

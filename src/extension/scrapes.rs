@@ -4,7 +4,16 @@
 //! (which rejects bad ones with a reason), so an upload never loses the
 //! well-formed items of a batch because of one bad item. Only what could not
 //! be stored at all is refused here, naming the field: a NUL in any string
-//! or key, a text or list over its limit (`jobs::merge::limits`).
+//! or key, a number outside the domain, a text or list over its limit
+//! (`jobs::merge::limits`).
+//!
+//! An `Idempotency-Key` (per account) makes a retry answer the session the
+//! key first made. A retry is the same body, byte for byte (its SHA-256 is
+//! kept on the session): the key with any other body, even the same JSON
+//! written differently, is refused (422 `idempotency_key_reused`), as is an
+//! unparseable body (400), never answered with the first session. A session
+//! stored before bodies were fingerprinted answers every parseable body sent
+//! with its key, as it did then.
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -18,6 +27,7 @@ use sea_orm::{
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -77,7 +87,9 @@ fn wire<T: Serialize>(value: T) -> String {
 }
 
 fn parse(body: &[u8]) -> Result<Upload, ApiError> {
-    let upload: Upload = serde_json::from_slice(body)
+    let mut json = serde_json::Deserializer::from_slice(body);
+    let mut upload: Upload = serde_path_to_error::deserialize(&mut json).map_err(unreadable)?;
+    json.end()
         .map_err(|e| ApiError::InvalidBody(format!("the body is not a valid upload: {e}")))?;
     if upload.items.len() > MAX_ITEMS {
         return Err(ApiError::InvalidBody(format!(
@@ -89,10 +101,33 @@ fn parse(body: &[u8]) -> Result<Upload, ApiError> {
             "items[{i}] must be an object"
         )));
     }
-    for (i, item) in upload.items.iter().enumerate() {
+    for (i, item) in upload.items.iter_mut().enumerate() {
         limits::check_upload(item).map_err(|v| ApiError::InvalidBody(format!("items[{i}].{v}")))?;
     }
     Ok(upload)
+}
+
+/// Why the body is not an upload, and where in it.
+fn unreadable(e: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
+    let path = e.path().to_string();
+    let inner = e.inner();
+    // A number beyond a double (`1e309`, 400 digits) never becomes a value
+    // to check; serde_json says so in words only.
+    if inner.to_string().starts_with("number out of range") {
+        let shown = format!(
+            "a number beyond what a double holds (at line {}, column {})",
+            inner.line(),
+            inner.column()
+        );
+        return ApiError::InvalidBody(limits::out_of_domain(path, shown).to_string());
+    }
+    ApiError::InvalidBody(format!("the body is not a valid upload: {path}: {inner}"))
+}
+
+/// The hex SHA-256 of an upload's raw body: what tells a retry (the same
+/// bytes) from another upload under the same `Idempotency-Key`.
+fn fingerprint(body: &[u8]) -> String {
+    hex::encode(Sha256::digest(body))
 }
 
 fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
@@ -112,24 +147,26 @@ async fn find_by_key(
     db: &DatabaseConnection,
     account: Uuid,
     key: &str,
-) -> Result<Option<Uuid>, ApiError> {
-    let found = scrape_session::Entity::find()
+) -> Result<Option<scrape_session::Model>, ApiError> {
+    Ok(scrape_session::Entity::find()
         .filter(scrape_session::Column::AccountId.eq(account))
         .filter(scrape_session::Column::IdempotencyKey.eq(key))
         .one(db)
-        .await?;
-    Ok(found.map(|s| s.id))
+        .await?)
 }
 
 /// Creates a scrape session with its items as pending submissions. With an
-/// `Idempotency-Key` already used by this account, answers the first session
-/// (and `Idempotent-Replayed: true`) instead of creating another.
+/// `Idempotency-Key` already used by this account and the same body, byte for
+/// byte, answers the first session (and `Idempotent-Replayed: true`) instead
+/// of creating another.
 #[utoipa::path(post, operation_id = "uploadScrapes", path = "/scrapes", tag = "extension",
     request_body = Upload,
-    params(("Idempotency-Key" = Option<String>, Header, description = "Makes a retried upload return the first session")),
+    params(("Idempotency-Key" = Option<String>, Header, description = "Makes a retried upload (the same body, byte for byte) return the first session; the key with another body is refused (422)")),
     responses(
         (status = 202, body = SessionEnvelope, description = "Accepted; items are merged by a later pass"),
-        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 413, body = ErrorBody), (status = 429, body = ErrorBody),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 413, body = ErrorBody),
+        (status = 422, body = ErrorBody, description = "`idempotency_key_reused`: the Idempotency-Key was already used with a different body (the same JSON written differently counts as different)"),
+        (status = 429, body = ErrorBody),
     ),
     security(("bearerAuth" = [])))]
 pub async fn upload(
@@ -139,10 +176,11 @@ pub async fn upload(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let key = idempotency_key(&headers)?;
+    let fingerprint = fingerprint(&body);
     if let Some(key) = &key
-        && let Some(id) = find_by_key(&state.db, caller.account_id, key).await?
+        && let Some(first) = find_by_key(&state.db, caller.account_id, key).await?
     {
-        return replay(&state, caller.account_id, id).await;
+        return retried(&state, key, first, &fingerprint, &body).await;
     }
     let upload = parse(&body)?;
     let now = state.clock.now();
@@ -162,6 +200,7 @@ pub async fn upload(
         url_count: Set(i64::from(
             upload.url_count.unwrap_or(upload.items.len() as u32),
         )),
+        request_fingerprint: Set(key.as_ref().map(|_| fingerprint.clone())),
         idempotency_key: Set(key.clone()),
         completed_at: Set(None),
         created_at: Set(now),
@@ -171,13 +210,14 @@ pub async fn upload(
         .exec_without_returning(&txn)
         .await
     {
-        // A concurrent retry with the same key won the race: answer its session.
+        // A concurrent upload with the same key won the race: answer as to
+        // a retry after it.
         if let (Some(SqlErr::UniqueConstraintViolation(_)), Some(key)) = (e.sql_err(), &key) {
             drop(txn);
-            let id = find_by_key(&state.db, caller.account_id, key)
+            let first = find_by_key(&state.db, caller.account_id, key)
                 .await?
                 .ok_or(ApiError::Internal)?;
-            return replay(&state, caller.account_id, id).await;
+            return retried(&state, key, first, &fingerprint, &body).await;
         }
         return Err(e.into());
     }
@@ -204,6 +244,32 @@ pub async fn upload(
         Json(SessionEnvelope { data: view.into() }),
     )
         .into_response())
+}
+
+/// Answers an upload whose `Idempotency-Key` made the session `first`: that
+/// session when the body is the one it was made with; otherwise a refusal,
+/// 400 for a body that is no upload, else 422. A session stored before
+/// bodies were fingerprinted answers any upload.
+async fn retried(
+    state: &AppState,
+    key: &str,
+    first: scrape_session::Model,
+    fingerprint: &str,
+    body: &[u8],
+) -> Result<Response, ApiError> {
+    if first.request_fingerprint.as_deref() != Some(fingerprint) {
+        parse(body)?;
+        if first.request_fingerprint.is_some() {
+            return Err(ApiError::Unprocessable {
+                code: "idempotency_key_reused",
+                message: format!(
+                    "Idempotency-Key \"{key}\" was already used with a different request body; \
+                     retry with the same body, or send a new key for a new upload"
+                ),
+            });
+        }
+    }
+    replay(state, first.account_id, first.id).await
 }
 
 async fn replay(state: &AppState, account: Uuid, id: Uuid) -> Result<Response, ApiError> {

@@ -213,6 +213,7 @@ impl From<SubscriptionError> for ApiError {
     fn from(err: SubscriptionError) -> Self {
         match err {
             SubscriptionError::Target(e) => ApiError::InvalidParameter(format!("url refused: {e}")),
+            SubscriptionError::UrlTooLong { .. } => ApiError::InvalidParameter(err.to_string()),
             SubscriptionError::LimitReached => ApiError::Conflict {
                 code: "subscription_limit",
                 message: err.to_string(),
@@ -238,7 +239,8 @@ impl From<SubscriptionError> for ApiError {
 /// A new subscription.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct CreateBody {
-    /// Where deliveries are POSTed: a public `https` address.
+    /// Where deliveries are POSTed: a public `https` address, at most 2,048 characters.
+    #[schema(max_length = 2048)]
     url: String,
 }
 
@@ -264,7 +266,7 @@ pub async fn list(
     request_body = CreateBody,
     responses(
         (status = 201, body = CreatedEnvelope),
-        (status = 400, body = ErrorBody, description = "Not JSON, or a target that is not a public https address"),
+        (status = 400, body = ErrorBody, description = "Not JSON, a target that is not a public https address, or a URL longer than 2,048 characters"),
         (status = 401, body = ErrorBody),
         (status = 409, body = ErrorBody, description = "The account already has 5 active subscriptions"),
         (status = 429, body = ErrorBody),

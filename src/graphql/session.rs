@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use async_graphql::{Context, ID, Object, Result};
-use entity::{SessionStatus, SubmissionStatus, product, scrape_session, submission};
+use entity::{SessionStatus, SubmissionStatus, product, scrape_session};
 use uuid::Uuid;
 
 use super::connection::{self, Args, Conn, Total};
@@ -17,7 +17,7 @@ use super::product::{Product, ProductConnection, ProductTotal};
 use super::reads::Reads;
 use crate::query::keyset::Slice;
 use crate::query::products::Related;
-use crate::query::sessions::{self, SessionKey, SessionStats, SubmissionKey};
+use crate::query::sessions::{self, SessionKey, SessionStats, SubmissionKey, SubmissionState};
 use crate::views::{SessionMetadata, Timestamp};
 
 /// The calling account.
@@ -211,7 +211,7 @@ impl ScrapeSession {
         ctx: &Context<'_>,
         merged_only: bool,
         args: &Args,
-    ) -> Result<(Slice<submission::Model>, u64, Vec<Uuid>)> {
+    ) -> Result<(Slice<SubmissionState>, u64, Vec<Uuid>)> {
         let account = caller(ctx).account_id;
         let window = args.window_in(ctx)?;
         let (slice, total) = Reads::of(ctx)
@@ -230,7 +230,7 @@ impl ScrapeSession {
 }
 
 /// One scraped item of a session, with the merged products of its page.
-pub struct Submission(pub submission::Model, Arc<MergedProducts>);
+pub struct Submission(pub SubmissionState, Arc<MergedProducts>);
 
 /// One scraped item of a session.
 #[Object]

@@ -62,6 +62,12 @@ pub enum ApiError {
         code: &'static str,
         message: String,
     },
+    /// The request is understood but cannot be done as sent, e.g. an
+    /// `Idempotency-Key` already used with another body.
+    Unprocessable {
+        code: &'static str,
+        message: String,
+    },
     RateLimited {
         retry_after: i64,
     },
@@ -94,7 +100,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType { .. } => "unsupported_media_type",
             ApiError::Timeout { .. } => "timeout",
             ApiError::ResponseTooLarge { .. } => "response_too_large",
-            ApiError::Conflict { code, .. } => code,
+            ApiError::Conflict { code, .. } | ApiError::Unprocessable { code, .. } => code,
             ApiError::RateLimited { .. } => "rate_limited",
             ApiError::QuotaExceeded { .. } => "quota_exceeded",
             ApiError::TooManyConnections { .. } => "too_many_connections",
@@ -116,6 +122,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType { .. } => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Timeout { .. } | ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
+            ApiError::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::RateLimited { .. }
@@ -134,7 +141,9 @@ impl ApiError {
             ApiError::MissingParameter(m)
             | ApiError::InvalidParameter(m)
             | ApiError::InvalidBody(m) => sentence(m),
-            ApiError::Conflict { message, .. } => sentence(message),
+            ApiError::Conflict { message, .. } | ApiError::Unprocessable { message, .. } => {
+                sentence(message)
+            }
             ApiError::PayloadTooLarge => {
                 "The request body is larger than this endpoint accepts.".into()
             }

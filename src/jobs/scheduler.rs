@@ -12,7 +12,7 @@ use futures_util::FutureExt;
 use sea_orm::{DatabaseConnection, DbErr};
 use tokio::sync::watch;
 
-use super::merge::{self, MergeReport, MergeSettings};
+use super::merge::{self, MergeReport, MergeSettings, Unreturned};
 use super::{retention, snapshots};
 use crate::clock::Clock;
 use crate::config::Settings;
@@ -27,6 +27,9 @@ pub struct Jobs {
     pub retention: TimeDelta,
     pub sender: Sender,
     pub events: SessionEvents,
+    /// Merge batches a database fault cut short and this worker could not
+    /// hand back yet: its next tick does, first of all.
+    pub unreturned: Unreturned,
 }
 
 /// What one tick did.
@@ -85,6 +88,7 @@ impl Jobs {
             retention: TimeDelta::days(jobs.retention_days as i64),
             sender,
             events,
+            unreturned: Unreturned::default(),
         }
     }
 
@@ -98,7 +102,15 @@ impl Jobs {
     /// back, and the jobs after it wait for the next start.
     async fn tick_until(&self, stop: &(dyn Fn() -> bool + Sync)) -> Result<TickReport, DbErr> {
         let clock: &dyn Clock = self.clock.as_ref();
-        let merge = merge::run_pass_until(&self.db, clock, &self.merge, &self.events, stop).await?;
+        let merge = merge::run_pass_until(
+            &self.db,
+            clock,
+            &self.merge,
+            &self.events,
+            &self.unreturned,
+            stop,
+        )
+        .await?;
         if stop() {
             return Ok(TickReport {
                 merge,

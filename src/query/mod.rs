@@ -19,7 +19,8 @@ pub mod top;
 use chrono::{DateTime, Datelike, Utc};
 use sea_orm::sea_query::{Expr, LikeExpr};
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DbBackend, DbErr, PaginatorTrait, QuerySelect, Select,
+    ColumnTrait, ConnectionTrait, DbBackend, DbErr, PaginatorTrait, PartialModelTrait, QuerySelect,
+    Select,
 };
 use uuid::Uuid;
 
@@ -136,13 +137,14 @@ pub fn check_length(name: &str, value: &str, max: usize) -> Result<(), QueryErro
     }
 }
 
-/// One page of `select` in its entity's order, and the total `select`
-/// counts. A page past the end reads no rows.
-pub async fn offset_page<E: order::Ordered>(
+/// One page of `select` in its entity's order, as `M` (the entity's model,
+/// or a partial model of the columns needed), and the total `select` counts.
+/// A page past the end reads no rows.
+pub async fn offset_page<E: order::Ordered, M: PartialModelTrait + Send + Sync>(
     db: &impl ConnectionTrait,
     select: Select<E>,
     page: Page,
-) -> Result<(Vec<E::Model>, u64), DbErr>
+) -> Result<(Vec<M>, u64), DbErr>
 where
     E::Model: Sync,
 {
@@ -153,6 +155,7 @@ where
     let rows = order::apply(select)
         .offset(skip)
         .limit(page.page_size)
+        .into_partial_model()
         .all(db)
         .await?;
     Ok((rows, total))

@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use entity::{SessionStatus, SubmissionStatus, scrape_session, submission};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, ExprTrait, PaginatorTrait, QueryFilter,
-    QuerySelect, StreamTrait,
+    ColumnTrait, ConnectionTrait, DbErr, DerivePartialModel, EntityTrait, ExprTrait,
+    PaginatorTrait, QueryFilter, QuerySelect, StreamTrait,
 };
 use uuid::Uuid;
 
@@ -81,10 +81,21 @@ pub struct SessionView {
     pub stats: SessionStats,
 }
 
+/// A submission as the session endpoints show it. Never its stored item:
+/// they do not need it, and a row nothing can read must not fail its
+/// owner's session.
+#[derive(Debug, Clone, PartialEq, DerivePartialModel)]
+#[sea_orm(entity = "submission::Entity")]
+pub struct SubmissionState {
+    pub id: i64,
+    pub status: SubmissionStatus,
+    pub product_id: Option<Uuid>,
+}
+
 /// One submission of a session; `product` is set only once it is merged.
 #[derive(Debug, Clone)]
 pub struct SessionEntry {
-    pub submission: submission::Model,
+    pub submission: SubmissionState,
     pub product: Option<ProductView>,
 }
 
@@ -152,7 +163,7 @@ pub async fn list_for_account(
 ) -> Result<(Vec<SessionView>, u64), QueryError> {
     let select =
         scrape_session::Entity::find().filter(scrape_session::Column::AccountId.eq(account_id));
-    let (sessions, total) = offset_page(db, select, page).await?;
+    let (sessions, total): (Vec<scrape_session::Model>, _) = offset_page(db, select, page).await?;
     let ids: Vec<Uuid> = sessions.iter().map(|s| s.id).collect();
     let mut stats = stats(db, &ids).await?;
     let views = sessions
@@ -177,7 +188,7 @@ pub async fn entries_for_account(
 ) -> Result<(Vec<SessionEntry>, u64), QueryError> {
     owned_session(db, account_id, session_id).await?;
     let select = submission::Entity::find().filter(submission::Column::SessionId.eq(session_id));
-    let (submissions, total) = offset_page(db, select, page).await?;
+    let (submissions, total): (Vec<SubmissionState>, _) = offset_page(db, select, page).await?;
     let merged_ids: Vec<Uuid> = submissions.iter().filter_map(merged_product).collect();
     let mut views: HashMap<Uuid, ProductView> = products::get_many(db, &merged_ids, budget)
         .await?
@@ -199,7 +210,7 @@ pub async fn entries_for_account(
 }
 
 /// The product a submission shows: only merged submissions have one.
-pub fn merged_product(submission: &submission::Model) -> Option<Uuid> {
+pub fn merged_product(submission: &SubmissionState) -> Option<Uuid> {
     (submission.status == SubmissionStatus::Merged)
         .then_some(submission.product_id)
         .flatten()
@@ -285,7 +296,7 @@ pub async fn submissions_for_account(
     session_id: Uuid,
     merged_only: bool,
     window: &Window<SubmissionKey>,
-) -> Result<(Slice<submission::Model>, u64), QueryError> {
+) -> Result<(Slice<SubmissionState>, u64), QueryError> {
     owned_session(db, account_id, session_id).await?;
     let mut select =
         submission::Entity::find().filter(submission::Column::SessionId.eq(session_id));
@@ -296,8 +307,10 @@ pub async fn submissions_for_account(
     }
     let total = select.clone().count(db).await?;
     let (columns, direction) = order::keyset::<submission::Entity>();
-    Ok((
-        keyset::fetch(db, select, &columns, direction, window).await?,
-        total,
-    ))
+    let rows = window
+        .bound(select, &columns, direction)
+        .into_partial_model()
+        .all(db)
+        .await?;
+    Ok((window.cut(rows), total))
 }

@@ -78,6 +78,7 @@ pub async fn seed_demo_account(
             intent: (*intent).to_owned(),
             url_count: statuses.len() as i64,
             idempotency_key: None,
+            request_fingerprint: None,
             completed_at: None,
             created_at,
             updated_at: created_at + TimeDelta::minutes(5),

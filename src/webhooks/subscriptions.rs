@@ -23,6 +23,11 @@ use super::target::{TargetError, TargetPolicy};
 /// Active subscriptions an account may have at once.
 pub const MAX_ACTIVE_PER_ACCOUNT: u64 = 5;
 
+/// Longest target URL, in characters, as sent and as stored (parsed, which
+/// may percent-encode it longer): every listing shows it and every delivery
+/// sends to it.
+pub const MAX_TARGET_URL: usize = 2048;
+
 /// Deliveries the delivery log shows at most (the newest).
 pub const DELIVERY_LOG_LIMIT: u64 = 100;
 
@@ -31,6 +36,15 @@ pub enum SubscriptionError {
     /// The target URL is refused.
     #[error(transparent)]
     Target(#[from] TargetError),
+    /// The target URL is longer than [`MAX_TARGET_URL`].
+    #[error(
+        "the url is {length} characters long{stored}; a webhook target URL is at most {MAX_TARGET_URL}"
+    )]
+    UrlTooLong {
+        length: usize,
+        /// Empty, or how it was measured when that was once parsed.
+        stored: &'static str,
+    },
     #[error(
         "an account may have at most {MAX_ACTIVE_PER_ACCOUNT} active webhook subscriptions; disable one first"
     )]
@@ -67,11 +81,24 @@ pub async fn create(
     policy: TargetPolicy,
     now: DateTime<Utc>,
 ) -> Result<webhook_subscription::Model, SubscriptionError> {
-    let url = policy.check_target(url).await?;
+    let sent = url.chars().count();
+    if sent > MAX_TARGET_URL {
+        return Err(SubscriptionError::UrlTooLong {
+            length: sent,
+            stored: "",
+        });
+    }
+    let url = policy.check_target(url).await?.to_string();
+    if url.len() > MAX_TARGET_URL {
+        return Err(SubscriptionError::UrlTooLong {
+            length: url.len(),
+            stored: " once normalized",
+        });
+    }
     let subscription = webhook_subscription::Model {
         id: Uuid::new_v4(),
         account_id,
-        target_url: url.to_string(),
+        target_url: url,
         secret: generate_secret(),
         previous_secret: None,
         previous_secret_expires_at: None,

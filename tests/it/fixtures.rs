@@ -254,6 +254,7 @@ pub async fn insert_session(
         intent: Set("price_monitoring".into()),
         url_count: Set(1),
         idempotency_key: Set(None),
+        request_fingerprint: Set(None),
         completed_at: Set(None),
         created_at: Set(created_at),
         updated_at: Set(created_at),

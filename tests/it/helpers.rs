@@ -383,6 +383,18 @@ pub async fn create_key(
         .expect("create key")
 }
 
+/// Default settings but for the development switch that lets webhooks
+/// target loopback receivers.
+pub fn loopback_webhooks() -> Settings {
+    Settings {
+        webhooks: vitrina::config::WebhookConfig {
+            webhook_allow_insecure_targets: true,
+            ..Default::default()
+        },
+        ..Settings::default()
+    }
+}
+
 /// Limits with this daily quota and the default rate limit.
 pub fn daily_quota(rows: i64) -> Limits {
     Limits {
@@ -503,6 +515,67 @@ pub async fn session_with(app: &TestApp, key: &str, merged: usize, pending: usiz
         insert_submission(&app.db, session.id, SubmissionStatus::Pending, None).await;
     }
     session.id
+}
+
+// ---------------------------------------------------------------- faults
+
+/// Makes the database refuse to insert the product whose external id is
+/// `external_id`, with a trigger raising `message`: on PostgreSQL `RAISE
+/// EXCEPTION`, with the SQLSTATE named `errcode` when given; on SQLite
+/// `RAISE(ABORT)`.
+pub async fn refuse_product(
+    app: &TestApp,
+    external_id: &str,
+    message: &str,
+    errcode: Option<&str>,
+) {
+    let statements = match app.db.get_database_backend() {
+        sea_orm::DbBackend::Postgres => {
+            let errcode =
+                errcode.map_or(String::new(), |code| format!(" USING ERRCODE = '{code}'"));
+            vec![
+                format!(
+                    "CREATE FUNCTION refuse_{external_id}() RETURNS trigger LANGUAGE plpgsql \
+                     AS $$ BEGIN IF NEW.external_id = '{external_id}' THEN \
+                     RAISE EXCEPTION '{message}'{errcode}; END IF; RETURN NEW; END $$"
+                ),
+                format!(
+                    "CREATE TRIGGER refuse_{external_id} BEFORE INSERT ON products \
+                     FOR EACH ROW EXECUTE FUNCTION refuse_{external_id}()"
+                ),
+            ]
+        }
+        _ => vec![format!(
+            "CREATE TRIGGER refuse_{external_id} BEFORE INSERT ON products \
+             WHEN NEW.external_id = '{external_id}' BEGIN SELECT RAISE(ABORT, '{message}'); END"
+        )],
+    };
+    for sql in statements {
+        app.db.execute_unprepared(&sql).await.unwrap();
+    }
+}
+
+/// Pins the app's SQLite file at its size (`pinned`), so that any write
+/// needing a new page fails as on a full disk (SQLITE_FULL), or unpins it.
+/// A setting of each connection: all of them are held to set it.
+pub async fn pin_sqlite_file(app: &TestApp, pinned: bool) {
+    let pool = app.db.get_sqlite_connection_pool();
+    let mut held = Vec::new();
+    for _ in 0..pool.options().get_max_connections() {
+        held.push(pool.acquire().await.unwrap());
+    }
+    // Down to the file's size, or back up to SQLite's default.
+    let sql = if pinned {
+        "PRAGMA max_page_count = 1"
+    } else {
+        "PRAGMA max_page_count = 1073741823"
+    };
+    for connection in &mut held {
+        sea_orm::sqlx::raw_sql(sql)
+            .execute(&mut **connection)
+            .await
+            .unwrap();
+    }
 }
 
 // ---------------------------------------------------------------- waiting

@@ -5,38 +5,14 @@
 //! a submission whose merges never finish is rejected after a few attempts.
 
 use entity::{SubmissionStatus, product, product_category, seller, submission};
-use sea_orm::sea_query::Query;
-use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbBackend, DbErr,
-    EntityTrait, NotSet, PaginatorTrait, QueryFilter,
-};
+use sea_orm::{ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
-use vitrina::clock::Clock;
 use vitrina::config::{JobsConfig, Settings, SizeConfig};
 use vitrina::jobs::merge::limits;
 
-use crate::helpers::TestApp;
-use crate::helpers::uploads::{item, send, submissions, upload, with};
-
-/// Stores `payload` as a pending submission of `session` straight into the
-/// database, past the upload's checks.
-async fn store(app: &TestApp, session: Uuid, payload: Value) -> Result<(), DbErr> {
-    submission::ActiveModel {
-        id: NotSet,
-        session_id: Set(session),
-        status: Set(SubmissionStatus::Pending),
-        payload: Set(payload),
-        product_id: Set(None),
-        reason: Set(None),
-        lease_expires_at: Set(None),
-        created_at: Set(app.clock.now()),
-        updated_at: Set(app.clock.now()),
-    }
-    .insert(&app.db)
-    .await
-    .map(|_| ())
-}
+use crate::helpers::uploads::{attempts, item, send, store, submissions, upload, with};
+use crate::helpers::{TestApp, pin_sqlite_file, refuse_product};
 
 /// A fixed xorshift sequence from `seed`: values in no pattern a compressor
 /// (PostgreSQL compresses long index entries) could use.
@@ -79,40 +55,6 @@ async fn session_status(app: &TestApp, key: &str, session: Uuid) -> String {
         .to_owned()
 }
 
-/// The merges begun of each submission of `session`, in submission order.
-async fn attempts(app: &TestApp, session: Uuid) -> Vec<i32> {
-    let query = Query::select()
-        .column(submission::Attempts)
-        .from(submission::Entity)
-        .and_where(submission::Column::SessionId.eq(session))
-        .order_by(submission::Column::Id, sea_orm::Order::Asc)
-        .to_owned();
-    let rows = app.db.query_all(&query).await.unwrap();
-    rows.iter()
-        .map(|row| row.try_get_by_index::<i32>(0).unwrap())
-        .collect()
-}
-
-/// Makes the database refuse every product whose external id is `poison`,
-/// as a constraint would.
-async fn refuse_poison_products(app: &TestApp) {
-    let statements: &[&str] = match app.db.get_database_backend() {
-        DbBackend::Postgres => &[
-            "CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
-             IF NEW.external_id = 'poison' THEN \
-             RAISE EXCEPTION 'poisoned' USING ERRCODE = 'check_violation'; END IF; \
-             RETURN NEW; END $$",
-            "CREATE TRIGGER refuse_poison BEFORE INSERT ON products \
-             FOR EACH ROW EXECUTE FUNCTION refuse_poison()",
-        ],
-        _ => &["CREATE TRIGGER refuse_poison BEFORE INSERT ON products \
-             WHEN NEW.external_id = 'poison' BEGIN SELECT RAISE(ABORT, 'poisoned'); END"],
-    };
-    for sql in statements {
-        app.db.execute_unprepared(sql).await.unwrap();
-    }
-}
-
 /// Makes the database itself fail while a product row is written, as a full
 /// disk does, the connection staying usable: SQLite's file may no longer
 /// grow, and writing a product first writes a megabyte elsewhere
@@ -127,7 +69,7 @@ async fn break_product_writes(app: &TestApp, broken: bool) {
         (_, false) => &["DROP TRIGGER broken"],
         (DbBackend::Postgres, true) => &[
             "CREATE FUNCTION broken() RETURNS trigger LANGUAGE plpgsql \
-             AS $$ BEGIN RAISE EXCEPTION 'out of step' USING ERRCODE = 'P0001'; END $$",
+             AS $$ BEGIN RAISE EXCEPTION 'out of step' USING ERRCODE = 'undefined_column'; END $$",
             "CREATE TRIGGER broken BEFORE INSERT ON products \
              FOR EACH ROW EXECUTE FUNCTION broken()",
         ],
@@ -163,24 +105,7 @@ async fn fail_product_writes(app: &TestApp, failing: bool) {
         app.db.execute_unprepared(sql).await.unwrap();
     }
     if app.db.get_database_backend() == DbBackend::Sqlite {
-        // A setting of each connection: hold them all to set it. Down to the
-        // file's size, or back up to SQLite's default.
-        let pool = app.db.get_sqlite_connection_pool();
-        let mut held = Vec::new();
-        for _ in 0..pool.options().get_max_connections() {
-            held.push(pool.acquire().await.unwrap());
-        }
-        let sql = if failing {
-            "PRAGMA max_page_count = 1"
-        } else {
-            "PRAGMA max_page_count = 1073741823"
-        };
-        for connection in &mut held {
-            sea_orm::sqlx::raw_sql(sql)
-                .execute(&mut **connection)
-                .await
-                .unwrap();
-        }
+        pin_sqlite_file(app, failing).await;
     }
 }
 
@@ -192,7 +117,8 @@ fn status_and_reason(row: &submission::Model) -> (SubmissionStatus, &str) {
 async fn a_poison_item_is_rejected_alone_and_another_accounts_session_completes_in_one_tick() {
     let app = TestApp::spawn().await;
     let (alpha, beta) = (app.key("alpha").await, app.key("beta").await);
-    refuse_poison_products(&app).await;
+    // As a constraint would.
+    refuse_product(&app, "poison", "poisoned", Some("check_violation")).await;
     let poison = with(item("poison"), &["seller", "id"], json!("s-poison"));
     let poisoned = send(&app, &alpha, vec![item("1"), poison, item("2")]).await;
     for (path, field) in [

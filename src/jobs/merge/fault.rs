@@ -1,8 +1,9 @@
 //! Whose fault a failed write is.
 //!
 //! - The item's: the database refused what the item carries (a value too
-//!   long for an index, text or a number it cannot hold, a constraint). The
-//!   item is rejected alone, with the error as its reason.
+//!   long for an index, text or a number it cannot hold, a constraint, a
+//!   trigger refusing the row). The item is rejected alone, with the error
+//!   as its reason.
 //! - The database's: it cannot be reached, is out of space or memory, was
 //!   shut down, chose this transaction as a deadlock victim. That says
 //!   nothing about the item: it is kept for a later pass, and the attempt
@@ -27,8 +28,9 @@ pub enum Fault {
 
 /// PostgreSQL SQLSTATE classes of what a value carries: data exception,
 /// integrity constraint violation, program limit exceeded (an index row
-/// too big).
-const POSTGRES_ITEM_CLASSES: &[&str] = &["22", "23", "54"];
+/// too big), PL/pgSQL error (`RAISE EXCEPTION` in a trigger refusing the
+/// row; Vitrina's schema has no PL/pgSQL of its own).
+const POSTGRES_ITEM_CLASSES: &[&str] = &["22", "23", "54", "P0"];
 /// PostgreSQL SQLSTATE classes of the server's own trouble: connection
 /// exception, transaction rollback (serialization failure, deadlock),
 /// insufficient resources, operator intervention (shutdown, cancel),

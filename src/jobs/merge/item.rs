@@ -122,9 +122,10 @@ impl ScrapedItem {
     /// price, a special price whose min exceeds its max, an empty currency or
     /// country code; attribute values other than strings and booleans; an
     /// observation time more than 10 minutes in the future; a NUL in any
-    /// string or key, or a text or list over its limit (`limits`).
-    pub fn parse(payload: &Value, now: DateTime<Utc>) -> Result<ScrapedItem, String> {
-        limits::refuse_nul(payload).map_err(|v| v.to_string())?;
+    /// string or key, a number outside the domain, or a text or list over
+    /// its limit (`limits`).
+    pub fn parse(mut payload: Value, now: DateTime<Utc>) -> Result<ScrapedItem, String> {
+        limits::check_values(&mut payload).map_err(|v| v.to_string())?;
         let item =
             ScrapedItem::deserialize(payload).map_err(|e| format!("not a valid item: {e}"))?;
         item.validate(now)?;

@@ -27,11 +27,21 @@
 //! the lists, are bounded generously so that one item cannot carry megabytes.
 //! NUL (U+0000) is refused in every string and key: PostgreSQL stores it in
 //! neither text nor jsonb.
+//!
+//! Numbers, wherever they stand in an item (prices, seller figures, `stats`,
+//! `attributes`, fields the item does not know), are finite and at most
+//! [`MAX_NUMBER`] either side of zero; negative zero is written as 0, which
+//! is all PostgreSQL's jsonb keeps of it. Every such number is exact in a
+//! double, reads back the same from SQLite's text and PostgreSQL's jsonb
+//! (which prints numbers without an exponent, 309 digits for the largest
+//! double), fits the integer columns, and reaches a JavaScript client
+//! unchanged. Tiny numbers, subnormal ones included, are kept as they are:
+//! both databases read them back exactly.
 
 use std::fmt::{self, Display, Write};
 
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Number, Value};
 
 use super::item::ScrapedItem;
 use crate::text;
@@ -80,6 +90,10 @@ pub const CURRENCY: usize = 16;
 pub const STOCK_STATUS: usize = 64;
 /// `stats`, bytes of its JSON.
 pub const STATS: usize = 16 * 1024;
+/// The largest magnitude of any number in an item: 2^53 - 1, the largest
+/// integer every JSON reader (JavaScript's `Number`) holds exactly. Far
+/// above any price, count or rating a marketplace shows.
+pub const MAX_NUMBER: u64 = (1 << 53) - 1;
 /// Languages one product keeps besides its default one. Checked by the
 /// merge alone: an upload does not know the product's languages.
 pub const TRANSLATIONS: usize = 32;
@@ -99,51 +113,85 @@ impl Display for Violation {
     }
 }
 
-/// What an upload checks of each item before storing it: no NUL anywhere
-/// and, when the item reads as an item, every limit. Other mistakes are left
-/// to the merge pass, which rejects that item alone with a reason.
-pub fn check_upload(raw: &Value) -> Result<(), Violation> {
-    refuse_nul(raw)?;
-    match ScrapedItem::deserialize(raw) {
+/// What an upload checks of each item before storing it: every string and
+/// number storable ([`check_values`]) and, when the item reads as an item,
+/// every limit. Other mistakes are left to the merge pass, which rejects that
+/// item alone with a reason.
+pub fn check_upload(raw: &mut Value) -> Result<(), Violation> {
+    check_values(raw)?;
+    match ScrapedItem::deserialize(&*raw) {
         Ok(item) => item.check_limits(),
         Err(_) => Ok(()),
     }
 }
 
-/// Refuses the first string or object key holding a NUL.
-pub fn refuse_nul(raw: &Value) -> Result<(), Violation> {
-    find_nul(raw, &mut String::new())
+/// Refuses the first string or object key holding a NUL and the first
+/// number outside the domain (see the module comment), naming where; writes
+/// negative zero as 0.
+pub fn check_values(raw: &mut Value) -> Result<(), Violation> {
+    walk(raw, &mut String::new())
 }
 
-fn find_nul(value: &Value, path: &mut String) -> Result<(), Violation> {
+fn walk(value: &mut Value, path: &mut String) -> Result<(), Violation> {
     let nul = |path: &str, what: &str| Violation {
         field: path.to_owned(),
         problem: format!("{what} a NUL character (U+0000)"),
     };
     match value {
         Value::String(s) if s.contains('\0') => Err(nul(path, "contains")),
+        Value::Number(n) => {
+            if !in_domain(n) {
+                return Err(out_of_domain(path, n));
+            }
+            if n.as_f64().is_some_and(|f| f == 0.0 && f.is_sign_negative()) {
+                *value = Value::from(0.0);
+            }
+            Ok(())
+        }
         Value::Array(values) => {
             let parent = path.len();
-            for (i, value) in values.iter().enumerate() {
+            for (i, value) in values.iter_mut().enumerate() {
                 let _ = write!(path, "[{i}]");
-                find_nul(value, path)?;
+                walk(value, path)?;
                 path.truncate(parent);
             }
             Ok(())
         }
         Value::Object(entries) => {
             let parent = path.len();
-            for (key, value) in entries {
+            for (key, value) in entries.iter_mut() {
                 push_key(path, key);
                 if key.contains('\0') {
                     return Err(nul(path, "is a key containing"));
                 }
-                find_nul(value, path)?;
+                walk(value, path)?;
                 path.truncate(parent);
             }
             Ok(())
         }
         _ => Ok(()),
+    }
+}
+
+fn in_domain(n: &Number) -> bool {
+    if let Some(u) = n.as_u64() {
+        return u <= MAX_NUMBER;
+    }
+    if let Some(i) = n.as_i64() {
+        return i.unsigned_abs() <= MAX_NUMBER;
+    }
+    n.as_f64()
+        .is_some_and(|f| f.is_finite() && f.abs() <= MAX_NUMBER as f64)
+}
+
+/// `field` holds `shown`, a number outside the domain.
+pub fn out_of_domain(field: impl Display, shown: impl Display) -> Violation {
+    Violation {
+        field: field.to_string(),
+        problem: format!(
+            "is {shown}, outside the numbers an item may hold \
+             (finite, from -{MAX_NUMBER} to {MAX_NUMBER})"
+        ),
     }
 }
 
@@ -290,16 +338,16 @@ mod tests {
     fn a_nul_is_found_in_nested_values_and_keys_with_its_path() {
         let nested = json!({ "stats": { "reviews": [1, { "text": "a\u{0}" }] } });
         assert_eq!(
-            refuse_nul(&nested).unwrap_err().to_string(),
+            check_values(&mut nested.clone()).unwrap_err().to_string(),
             "stats.reviews[1].text contains a NUL character (U+0000)"
         );
         let key = json!({ "attributes": { "a\u{0}b": true } });
         assert_eq!(
-            refuse_nul(&key).unwrap_err().field,
+            check_values(&mut key.clone()).unwrap_err().field,
             "attributes.a\\0b",
             "the key is named with its NUL escaped"
         );
-        assert!(refuse_nul(&json!({ "name": "ok", "list": ["x"] })).is_ok());
+        assert!(check_values(&mut json!({ "name": "ok", "list": ["x"] })).is_ok());
     }
 
     #[test]

@@ -8,20 +8,24 @@
 //! rows return to `pending`. A worker whose lease was taken over finds its
 //! submission no longer leased to it and rolls its merge back.
 //!
-//! One item never holds up the others. Its writes run in a savepoint: an
-//! error the item caused (a value no index can hold, text the database
-//! refuses, a constraint) rolls back that item alone and rejects it with the
-//! error as its reason, and the batch goes on. An error of the database
-//! itself (`fault`) rejects nothing: the pass stops, and the unfinished
-//! batch is handed back for the next pass (or, with the database down,
-//! waits for its lease). Every merge that begins is first counted on its
-//! submission, in a write of its own, so a submission whose merges never
-//! finish (it stops the worker, outlives its lease, meets a failing
-//! database) is rejected once `max_attempts` of them began, instead of being
-//! claimed forever.
+//! One item never holds up the others. A batch is read with each stored item
+//! as raw bytes, decoded one submission at a time, so an item that cannot be
+//! read (a number beyond a double, text that is not JSON) is rejected alone,
+//! its reason the decoding error. Its writes run in a savepoint: an error
+//! the item caused (a value no index can hold, text the database refuses, a
+//! constraint, a trigger refusing it) rolls back that item alone and rejects
+//! it with the error as its reason, and the batch goes on. An error of the
+//! database itself (`fault`) rejects nothing and counts no attempt: the pass
+//! stops, and the unfinished batch goes back to `pending` at once, or as
+//! soon as the database answers again (`hand_back`). Every merge that
+//! begins is first counted on its submission, in a write of its own, so a
+//! submission whose merges never finish (it stops the worker, outlives its
+//! lease, meets a failing database) is rejected once `max_attempts` of them
+//! began, instead of being claimed forever.
 
 pub mod apply;
 mod fault;
+mod hand_back;
 pub mod item;
 pub mod limits;
 pub mod size;
@@ -30,15 +34,19 @@ use chrono::{DateTime, TimeDelta, Utc};
 use entity::{SubmissionStatus, scrape_session, submission};
 use sea_orm::sea_query::{Expr, LockBehavior, LockType, Query};
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbErr,
-    EntityTrait, ExprTrait, FromQueryResult, QueryFilter, TransactionTrait, UpdateMany,
+    ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbBackend,
+    DbErr, EntityTrait, ExprTrait, FromQueryResult, QueryFilter, TransactionTrait,
 };
+use serde_json::Value;
+use uuid::Uuid;
 
 use super::completion;
 use crate::clock::Clock;
 use crate::events::SessionEvents;
 use apply::Outcome;
 use fault::Fault;
+use hand_back::Batch;
+pub use hand_back::{Unreturned, release_expired};
 use item::ScrapedItem;
 
 /// How a merge pass runs.
@@ -60,7 +68,8 @@ pub struct MergeSettings {
 /// What a pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MergeReport {
-    /// Expired leases returned to pending.
+    /// Claims returned to pending: expired leases, and batches this worker
+    /// could not hand back when a database fault cut them short.
     pub released: u64,
     pub merged: u64,
     pub flagged: u64,
@@ -69,39 +78,42 @@ pub struct MergeReport {
     pub completed_sessions: u64,
 }
 
-/// A claimed submission, and how many merges of it began before this claim.
+/// A claimed submission: what the merge needs of it, its stored item
+/// still undecoded, and how many merges of it began before this claim.
 #[derive(Debug, Clone, FromQueryResult)]
 pub struct Claimed {
-    #[sea_orm(nested)]
-    pub submission: submission::Model,
+    pub id: i64,
+    pub session_id: Uuid,
+    pub lease_expires_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
     pub attempts: i32,
+    /// The stored item as the database prints it. Decoded one submission at
+    /// a time ([`Claimed::item`]), so one that cannot be read fails neither
+    /// the batch's read nor anything but its own merge.
+    pub payload: Vec<u8>,
+}
+
+impl Claimed {
+    /// The stored item; `Err` is the reason it is rejected when it cannot
+    /// be read.
+    fn item(&self) -> Result<Value, String> {
+        serde_json::from_slice(&self.payload)
+            .map_err(|e| format!("the stored item cannot be read: {e}"))
+    }
 }
 
 /// Longest reason kept on a submission; a longer one (a parse error quoting a
 /// huge value) is cut.
 const MAX_REASON: usize = 1024;
 
-/// An update of submissions back to `pending`, unleased.
-fn back_to_pending() -> UpdateMany<submission::Entity> {
-    submission::Entity::update_many()
-        .col_expr(
-            submission::Column::Status,
-            Expr::val(SubmissionStatus::Pending.as_str()),
-        )
-        .col_expr(
-            submission::Column::LeaseExpiresAt,
-            Expr::val(Option::<DateTime<Utc>>::None),
-        )
-}
-
-/// Returns submissions whose lease ran out to `pending`.
-pub async fn release_expired(db: &impl ConnectionTrait, now: DateTime<Utc>) -> Result<u64, DbErr> {
-    let result = back_to_pending()
-        .filter(submission::Column::Status.eq(SubmissionStatus::Processing))
-        .filter(submission::Column::LeaseExpiresAt.lt(now))
-        .exec(db)
-        .await?;
-    Ok(result.rows_affected)
+/// The stored item as bytes, named `payload`: jsonb printed as text on
+/// PostgreSQL, the text itself on SQLite. Bytes, not text, so that no stored
+/// value can fail the statement that reads the whole batch.
+fn raw_payload(backend: DbBackend) -> Expr {
+    Expr::cust(match backend {
+        DbBackend::Postgres => r#"convert_to(CAST("payload" AS text), 'UTF8') AS "payload""#,
+        _ => r#"CAST("payload" AS BLOB) AS "payload""#,
+    })
 }
 
 /// Claims up to `batch` pending submissions, oldest first, leased until
@@ -130,37 +142,51 @@ pub async fn claim(
         .value(submission::Column::LeaseExpiresAt, now + settings.lease)
         .value(submission::Column::UpdatedAt, now)
         .and_where(submission::Column::Id.in_subquery(pending.to_owned()))
-        .returning_all()
+        .returning(Query::returning().exprs([
+            Expr::col(submission::Column::Id),
+            Expr::col(submission::Column::SessionId),
+            Expr::col(submission::Column::LeaseExpiresAt),
+            Expr::col(submission::Column::CreatedAt),
+            Expr::col(submission::Attempts),
+            raw_payload(db.get_database_backend()),
+        ]))
         .to_owned();
     let statement = db.get_database_backend().build(&claim);
     let mut rows = Claimed::find_by_statement(statement).all(db).await?;
-    rows.sort_by_key(|c| c.submission.id);
+    rows.sort_by_key(|c| c.id);
     Ok(rows)
 }
 
-/// Claims and merges until nothing is pending.
+/// Claims and merges until nothing is pending, as a worker that remembers
+/// nothing from an earlier pass.
 pub async fn run_pass(
     db: &DatabaseConnection,
     clock: &dyn Clock,
     settings: &MergeSettings,
     events: &SessionEvents,
 ) -> Result<MergeReport, DbErr> {
-    run_pass_until(db, clock, settings, events, &|| false).await
+    let unreturned = Unreturned::default();
+    run_pass_until(db, clock, settings, events, &unreturned, &|| false).await
 }
 
 /// Claims and merges until nothing is pending or `stop()` (asked before each
 /// submission, e.g. at shutdown): then the submission being merged is
 /// finished and the rest of its batch handed back, no attempt counted.
+/// First of all, hands back what `unreturned` holds from earlier passes of
+/// this worker: when that still fails, the database is still unavailable
+/// and the pass ends there.
 #[tracing::instrument(skip_all)]
 pub async fn run_pass_until(
     db: &DatabaseConnection,
     clock: &dyn Clock,
     settings: &MergeSettings,
     events: &SessionEvents,
+    unreturned: &Unreturned,
     stop: &(dyn Fn() -> bool + Sync),
 ) -> Result<MergeReport, DbErr> {
+    let handed_back = unreturned.hand_back_owed(db).await?;
     let mut report = MergeReport {
-        released: release_expired(db, clock.now()).await?,
+        released: handed_back + release_expired(db, clock.now()).await?,
         ..Default::default()
     };
     while !stop() {
@@ -168,36 +194,32 @@ pub async fn run_pass_until(
         if batch.is_empty() {
             break;
         }
-        let ids: Vec<i64> = batch.iter().map(|c| c.submission.id).collect();
-        let lease = batch[0].submission.lease_expires_at;
-        for submission in batch {
+        let rest = |uncount| Batch {
+            ids: batch.iter().map(|c| c.id).collect(),
+            lease: batch[0].lease_expires_at,
+            uncount,
+        };
+        for submission in &batch {
             if stop() {
-                hand_back(db, &ids, lease).await;
+                unreturned.hand_back(db, rest(None)).await;
                 break;
             }
-            if let Err(e) = merge_one(db, clock, settings, events, submission, &mut report).await {
-                hand_back(db, &ids, lease).await;
-                return Err(e);
+            if let Err(cut) = merge_one(db, clock, settings, events, submission, &mut report).await
+            {
+                unreturned.hand_back(db, rest(cut.uncount)).await;
+                return Err(cut.error);
             }
         }
     }
     Ok(report)
 }
 
-/// Returns the batch's unfinished submissions to `pending` (after the
-/// database failed mid-batch, or at shutdown), so that the next pass takes
-/// them up at once instead of after the lease. When the database is down
-/// this fails too, and the lease returns them.
-async fn hand_back(db: &DatabaseConnection, ids: &[i64], lease: Option<DateTime<Utc>>) {
-    let handed = back_to_pending()
-        .filter(submission::Column::Id.is_in(ids.iter().copied()))
-        .filter(submission::Column::Status.eq(SubmissionStatus::Processing))
-        .filter(submission::Column::LeaseExpiresAt.eq(lease))
-        .exec(db)
-        .await;
-    if let Err(e) = handed {
-        tracing::warn!(error = %e, "unfinished submissions wait for their lease");
-    }
+/// A merge stopped by an error.
+struct Cut {
+    error: DbErr,
+    /// The submission, when its attempt was counted and the error is the
+    /// database's fault, not its own: the hand-back takes the attempt back.
+    uncount: Option<i64>,
 }
 
 /// Merges one claimed submission in its own transaction.
@@ -206,36 +228,35 @@ async fn merge_one(
     clock: &dyn Clock,
     settings: &MergeSettings,
     events: &SessionEvents,
-    claimed: Claimed,
+    claimed: &Claimed,
     report: &mut MergeReport,
-) -> Result<(), DbErr> {
-    let Claimed {
-        submission: claimed,
-        attempts,
-    } = claimed;
-    let exhausted = i64::from(attempts) >= i64::from(settings.max_attempts);
+) -> Result<(), Cut> {
+    let uncounted = |error| Cut {
+        error,
+        uncount: None,
+    };
+    let exhausted = i64::from(claimed.attempts) >= i64::from(settings.max_attempts);
     if exhausted {
         let reason = format!(
-            "not merged after {attempts} attempts: none of them finished \
-             (the worker stopped, its lease ran out or the merge failed)"
+            "not merged after {} attempts: none of them finished \
+             (the worker stopped, its lease ran out or the merge failed)",
+            claimed.attempts
         );
-        return finish(db, clock, settings, events, &claimed, Some(reason), report).await;
+        return finish(db, clock, settings, events, claimed, Some(reason), report)
+            .await
+            .map_err(uncounted);
     }
-    if !count_attempt(db, &claimed, 1).await? {
+    if !count_attempt(db, claimed).await.map_err(uncounted)? {
         // The lease ran out and another worker owns the submission now.
         return Ok(());
     }
-    let merged = finish(db, clock, settings, events, &claimed, None, report).await;
-    if let Err(e) = &merged
-        && fault::classify(e) == Fault::Database
-    {
-        // Not the item's doing: the attempt does not count. When the
-        // database is still down this fails too, and the attempt stays.
-        if let Err(e) = count_attempt(db, &claimed, -1).await {
-            tracing::warn!(error = %e, "a failed attempt stays counted");
-        }
-    }
-    merged
+    finish(db, clock, settings, events, claimed, None, report)
+        .await
+        .map_err(|error| Cut {
+            // Not the item's doing: the attempt does not count.
+            uncount: (fault::classify(&error) == Fault::Database).then_some(claimed.id),
+            error,
+        })
 }
 
 /// Merges (or, with `rejected`, rejects) one claimed submission in its own
@@ -245,7 +266,7 @@ async fn finish(
     clock: &dyn Clock,
     settings: &MergeSettings,
     events: &SessionEvents,
-    claimed: &submission::Model,
+    claimed: &Claimed,
     rejected: Option<String>,
     report: &mut MergeReport,
 ) -> Result<(), DbErr> {
@@ -257,7 +278,12 @@ async fn finish(
     else {
         return txn.rollback().await;
     };
-    let outcome = match rejected.map_or_else(|| ScrapedItem::parse(&claimed.payload, now), Err) {
+    let read = || {
+        claimed
+            .item()
+            .and_then(|item| ScrapedItem::parse(item, now))
+    };
+    let outcome = match rejected.map_or_else(read, Err) {
         Err(reason) => Outcome::Rejected(reason),
         Ok(item) => {
             let observed_at = item.observed_at.unwrap_or(claimed.created_at);
@@ -302,20 +328,12 @@ async fn finish(
     Ok(())
 }
 
-/// Counts a merge of `claimed` as begun (`by` 1), in a write of its own
-/// made before the work, so that a merge which never finishes still counts;
-/// or takes the count back (`by` -1). False when the lease was lost to
-/// another worker.
-async fn count_attempt(
-    db: &DatabaseConnection,
-    claimed: &submission::Model,
-    by: i32,
-) -> Result<bool, DbErr> {
+/// Counts a merge of `claimed` as begun, in a write of its own made before
+/// the work, so that a merge which never finishes still counts. False when
+/// the lease was lost to another worker.
+async fn count_attempt(db: &DatabaseConnection, claimed: &Claimed) -> Result<bool, DbErr> {
     let counted = submission::Entity::update_many()
-        .col_expr(
-            submission::Attempts,
-            Expr::col(submission::Attempts).add(by),
-        )
+        .col_expr(submission::Attempts, Expr::col(submission::Attempts).add(1))
         .filter(still_leased(claimed))
         .exec(db)
         .await?;
@@ -323,7 +341,7 @@ async fn count_attempt(
 }
 
 /// `claimed` is still processing under the lease this worker holds.
-fn still_leased(claimed: &submission::Model) -> Condition {
+fn still_leased(claimed: &Claimed) -> Condition {
     Condition::all()
         .add(submission::Column::Id.eq(claimed.id))
         .add(submission::Column::Status.eq(SubmissionStatus::Processing))

@@ -1,10 +1,15 @@
 //! Uploads through the extension API: a valid item to vary, and the
 //! submissions an upload made.
 
-use entity::submission;
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
+use entity::{SubmissionStatus, submission};
+use sea_orm::sea_query::Query;
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, NotSet,
+    QueryFilter, QueryOrder, QuerySelect,
+};
 use serde_json::{Value, json};
 use uuid::Uuid;
+use vitrina::clock::Clock;
 
 use super::TestApp;
 
@@ -43,6 +48,45 @@ pub fn with(mut value: Value, path: &[&str], new: Value) -> Value {
     value
 }
 
+/// Stores `payload` as a pending submission of `session` straight into the
+/// database, past the upload's checks.
+pub async fn store(app: &TestApp, session: Uuid, payload: Value) -> Result<(), DbErr> {
+    submission::ActiveModel {
+        id: NotSet,
+        session_id: Set(session),
+        status: Set(SubmissionStatus::Pending),
+        payload: Set(payload),
+        product_id: Set(None),
+        reason: Set(None),
+        lease_expires_at: Set(None),
+        created_at: Set(app.clock.now()),
+        updated_at: Set(app.clock.now()),
+    }
+    .insert(&app.db)
+    .await
+    .map(|_| ())
+}
+
+/// POSTs `body` to the upload endpoint as `key`, exactly as written, with
+/// an `Idempotency-Key` when given.
+pub async fn post_raw(
+    app: &TestApp,
+    key: &str,
+    body: impl Into<reqwest::Body>,
+    idempotency_key: Option<&str>,
+) -> reqwest::Response {
+    let mut request = app
+        .client
+        .post(app.url("/extension/v1/scrapes"))
+        .bearer_auth(key)
+        .header("content-type", "application/json")
+        .body(body);
+    if let Some(idempotency_key) = idempotency_key {
+        request = request.header("idempotency-key", idempotency_key);
+    }
+    request.send().await.expect("request")
+}
+
 /// Uploads and returns the session id.
 pub async fn send(app: &TestApp, key: &str, items: Vec<Value>) -> Uuid {
     let response = app
@@ -60,4 +104,32 @@ pub async fn submissions(app: &TestApp, session: Uuid) -> Vec<submission::Model>
         .all(&app.db)
         .await
         .unwrap()
+}
+
+/// The status and reason of each submission of `session`, in submission
+/// order, without reading what they store (which may be unreadable).
+pub async fn outcomes(app: &TestApp, session: Uuid) -> Vec<(SubmissionStatus, Option<String>)> {
+    submission::Entity::find()
+        .select_only()
+        .columns([submission::Column::Status, submission::Column::Reason])
+        .filter(submission::Column::SessionId.eq(session))
+        .order_by_asc(submission::Column::Id)
+        .into_tuple()
+        .all(&app.db)
+        .await
+        .unwrap()
+}
+
+/// The merges begun of each submission of `session`, in submission order.
+pub async fn attempts(app: &TestApp, session: Uuid) -> Vec<i32> {
+    let query = Query::select()
+        .column(submission::Attempts)
+        .from(submission::Entity)
+        .and_where(submission::Column::SessionId.eq(session))
+        .order_by(submission::Column::Id, sea_orm::Order::Asc)
+        .to_owned();
+    let rows = app.db.query_all(&query).await.unwrap();
+    rows.iter()
+        .map(|row| row.try_get_by_index::<i32>(0).unwrap())
+        .collect()
 }
