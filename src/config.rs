@@ -36,6 +36,11 @@ pub struct DatabaseConfig {
 /// holding SQLite's write lock or a PostgreSQL restart of a second or two.
 pub const DEFAULT_DB_WAIT_MS: u64 = 3_000;
 
+/// Longest client request id kept when `VITRINA_HTTP_MAX_REQUEST_ID_CHARS`
+/// is not set: twice a W3C `traceparent` (55), room for any id scheme in
+/// common use, and short enough that a log line stays a line.
+pub const DEFAULT_MAX_REQUEST_ID_CHARS: usize = 128;
+
 /// Settings of the HTTP server and the jobs it runs.
 #[derive(Debug, Clone, Args)]
 pub struct ServeConfig {
@@ -377,7 +382,7 @@ pub struct HttpConfig {
     #[arg(
         long,
         env = "VITRINA_HTTP_MAX_REQUEST_ID_CHARS",
-        default_value_t = crate::server::request_id::DEFAULT_MAX_REQUEST_ID_CHARS
+        default_value_t = DEFAULT_MAX_REQUEST_ID_CHARS
     )]
     pub http_max_request_id_chars: usize,
 }
@@ -393,7 +398,7 @@ impl Default for HttpConfig {
             http_max_connections_per_client: None,
             shutdown_grace_secs: 30,
             snapshot_max_age_secs: 300,
-            http_max_request_id_chars: crate::server::request_id::DEFAULT_MAX_REQUEST_ID_CHARS,
+            http_max_request_id_chars: DEFAULT_MAX_REQUEST_ID_CHARS,
         }
     }
 }

@@ -13,11 +13,6 @@ use axum::http::{HeaderName, HeaderValue, Request};
 /// The request id header, read and echoed.
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
-/// Longest client request id kept when `VITRINA_HTTP_MAX_REQUEST_ID_CHARS`
-/// is not set: twice a W3C `traceparent` (55), room for any id scheme in
-/// common use, and short enough that a log line stays a line.
-pub const DEFAULT_MAX_REQUEST_ID_CHARS: usize = 128;
-
 /// Whether a client's id may be kept: at most `max` characters, each an
 /// ASCII letter or digit or one of `-_.:`.
 pub fn acceptable(id: &HeaderValue, max: usize) -> bool {

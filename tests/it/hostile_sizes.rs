@@ -93,7 +93,7 @@ fn every_limit_item(external_id: &str, language: &str) -> Value {
     big["image_gallery"] = json!(gallery);
     big["video_gallery"] = json!(gallery);
     big["prices"] = (0..limits::PRICES)
-        .map(|i| json!({ "country_code": "ru", "region_code": format!("r{i}"), "user_auth_status": "anonymous", "price": 1e300, "old_price": 1.7976931348623157e308, "currency": "RUB", "stock_status": escaped(limits::STOCK_STATUS, i) }))
+        .map(|i| json!({ "country_code": "ru", "region_code": format!("r{i}"), "user_auth_status": "anonymous", "price": limits::MAX_NUMBER as f64, "old_price": 2.2250738585072014e-308, "currency": "RUB", "stock_status": escaped(limits::STOCK_STATUS, i) }))
         .collect();
     big
 }
