@@ -64,6 +64,22 @@ pub struct ServeConfig {
     pub redis: RedisConfig,
 }
 
+/// The highest GraphQL complexity limit and fields limit that may be set:
+/// complexities are added up and told apart exactly below them (see
+/// `graphql::connection::COUNTED`); far above any useful limit.
+pub const MAX_COMPLEXITY_LIMIT: usize = 1 << 26;
+pub const MAX_FIELDS_LIMIT: u64 = 1 << 16;
+
+/// A complexity limit from 1 to [`MAX_COMPLEXITY_LIMIT`].
+fn complexity_limit(value: &str) -> Result<usize, String> {
+    match value.parse::<usize>() {
+        Ok(limit @ 1..=MAX_COMPLEXITY_LIMIT) => Ok(limit),
+        _ => Err(format!(
+            "expected an integer from 1 to {MAX_COMPLEXITY_LIMIT}"
+        )),
+    }
+}
+
 /// GraphQL limits and GraphiQL.
 #[derive(Debug, Clone, Args)]
 pub struct GraphqlConfig {
@@ -81,7 +97,8 @@ pub struct GraphqlConfig {
     #[arg(
         long = "graphql-max-complexity",
         env = "VITRINA_GRAPHQL_MAX_COMPLEXITY",
-        default_value_t = 10_000
+        default_value_t = 10_000,
+        value_parser = complexity_limit
     )]
     pub max_complexity: usize,
 
@@ -98,7 +115,8 @@ pub struct GraphqlConfig {
     #[arg(
         long = "graphql-max-fields",
         env = "VITRINA_GRAPHQL_MAX_FIELDS",
-        default_value_t = 2_000
+        default_value_t = 2_000,
+        value_parser = clap::value_parser!(u64).range(1..=MAX_FIELDS_LIMIT)
     )]
     pub max_fields: u64,
 
@@ -156,6 +174,25 @@ pub struct GraphqlConfig {
     )]
     pub batching: bool,
 
+    /// Most database connections one GraphQL request (or WebSocket
+    /// connection) holds at once; its other statements wait for them
+    /// [default: a quarter of `--db-max-connections`, at least 1].
+    #[arg(
+        long,
+        env = "VITRINA_DB_MAX_CONNECTIONS_PER_REQUEST",
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub db_max_connections_per_request: Option<u32>,
+
+    /// Most database connections the GraphQL requests of one account hold
+    /// at once, together [default: half of `--db-max-connections`, at least 1].
+    #[arg(
+        long,
+        env = "VITRINA_DB_MAX_CONNECTIONS_PER_ACCOUNT",
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub db_max_connections_per_account: Option<u32>,
+
     /// An npm CDN for GraphiQL's packages (unpkg's layout, e.g.
     /// `https://unpkg.com`), loaded at the versions built into Vitrina and
     /// pinned with Subresource Integrity. Unset: Vitrina serves its own copy.
@@ -176,6 +213,8 @@ impl Default for GraphqlConfig {
             deadline_ms: 10_000,
             persisted_queries_max: 2_000,
             batching: false,
+            db_max_connections_per_request: None,
+            db_max_connections_per_account: None,
             graphiql_assets: None,
         }
     }
@@ -463,11 +502,28 @@ mod tests {
     }
 
     #[test]
+    fn graphql_limits_stay_where_complexities_add_up_exactly() {
+        let over = MAX_COMPLEXITY_LIMIT + 1;
+        for flag in [
+            format!("--graphql-max-complexity={over}"),
+            format!("--graphql-max-fields={}", MAX_FIELDS_LIMIT + 1),
+        ] {
+            assert!(Serve::try_parse_from(["vitrina", &flag]).is_err(), "{flag}");
+        }
+        let most = format!("--graphql-max-complexity={MAX_COMPLEXITY_LIMIT}");
+        assert!(Serve::try_parse_from(["vitrina", &most]).is_ok());
+    }
+
+    #[test]
     fn counts_that_must_be_positive_refuse_zero() {
         for flag in [
             "--merge-max-attempts=0",
             "--webhook-disable-after=0",
             "--graphql-persisted-queries-max=0",
+            "--graphql-max-complexity=0",
+            "--graphql-max-fields=0",
+            "--db-max-connections-per-request=0",
+            "--db-max-connections-per-account=0",
         ] {
             assert!(Serve::try_parse_from(["vitrina", flag]).is_err(), "{flag}");
         }

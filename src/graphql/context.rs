@@ -1,12 +1,15 @@
 //! What resolvers reach through async-graphql's context: the request's
 //! caller, where it stands against its limits, and the database and
-//! dataloaders through [`Reads`] only, whose futures are boxed (see `reads.rs`).
+//! dataloaders through [`Reads`] only, whose futures are boxed (see
+//! `reads.rs`) and whose statements run within the request's share of the
+//! pool (`pool_share.rs`).
 
 use std::sync::Arc;
 
 use async_graphql::Context;
 
 use super::loaders::Loaders;
+use super::pool_share::{PoolShares, SharedConnection};
 use super::reads::{Boxed, Reads};
 use crate::accounts::Caller;
 use crate::http::{ApiError, access};
@@ -14,22 +17,32 @@ use crate::limits::RateDecision;
 use crate::state::AppState;
 use crate::views::Allowance;
 
-/// One request's caller, state and dataloaders.
+/// One request's caller, state, share of the pool and dataloaders.
 pub struct RequestData {
     state: AppState,
     caller: Caller,
+    connection: SharedConnection,
     loaders: Loaders,
 }
 
 impl RequestData {
-    /// The data of a request by `caller`, with loaders of its own.
-    pub fn new(state: AppState, caller: Caller) -> Self {
-        let loaders = Loaders::new(&state.db);
+    /// The data of a request by `caller`, with a share of the pool
+    /// (`shares`) and loaders of its own.
+    pub fn new(state: AppState, caller: Caller, shares: &PoolShares) -> Self {
+        let connection = shares.connection(&state.db, caller.account_id);
+        let loaders = Loaders::new(&connection);
         RequestData {
             state,
             caller,
+            connection,
             loaders,
         }
+    }
+
+    /// The database and the loaders, for work outside a field (the updates
+    /// of a subscription).
+    pub fn reads(&self) -> Reads<'_> {
+        Reads::new(&self.connection, &self.loaders)
     }
 
     /// The application state, for the transport, the extensions around
@@ -50,8 +63,7 @@ pub(super) fn caller<'a>(ctx: &Context<'a>) -> &'a Caller {
 
 /// The database and the loaders of the request `ctx` belongs to.
 pub(super) fn reads<'a>(ctx: &Context<'a>) -> Reads<'a> {
-    let data = data(ctx);
-    Reads::new(&data.state.db, &data.loaders)
+    data(ctx).reads()
 }
 
 /// Where the caller of `ctx` stands against the rate limit, counting nothing.
@@ -63,7 +75,8 @@ pub(super) fn rate_limit<'a>(ctx: &Context<'a>) -> Boxed<'a, RateDecision> {
 /// Where the caller of `ctx` stands against the daily quota, charging nothing.
 pub(super) fn quota<'a>(ctx: &Context<'a>) -> Boxed<'a, Result<Allowance, ApiError>> {
     let data = data(ctx);
-    Box::pin(access::quota_standing(&data.state, &data.caller))
+    let quota = access::quota_standing(&data.state, &data.connection, &data.caller);
+    Box::pin(quota)
 }
 
 fn data<'a>(ctx: &Context<'a>) -> &'a RequestData {

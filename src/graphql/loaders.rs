@@ -1,5 +1,6 @@
 //! Dataloaders: every relation a GraphQL query can walk is loaded for all
-//! parents of a level in one statement. Loaders live for one request.
+//! parents of a level in one statement. Loaders live for one request and
+//! run their statements over its share of the pool (`pool_share.rs`).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -12,9 +13,10 @@ use async_graphql::dataloader::{DataLoader, Loader};
 use entity::{
     current_price, price_observation, product, product_translation, seller, special_price,
 };
-use sea_orm::{DatabaseConnection, DbErr};
+use sea_orm::DbErr;
 use uuid::Uuid;
 
+use super::pool_share::SharedConnection;
 use crate::query::sessions::SessionStats;
 use crate::query::{prices, products, sellers, sessions};
 
@@ -22,8 +24,8 @@ type Fetched<K, V> = Pin<Box<dyn Future<Output = Result<HashMap<K, V>, DbErr>> +
 
 /// A loader that runs one query-layer function over a batch of keys.
 pub struct Batch<K, V> {
-    db: DatabaseConnection,
-    fetch: fn(DatabaseConnection, Vec<K>) -> Fetched<K, V>,
+    db: SharedConnection,
+    fetch: fn(SharedConnection, Vec<K>) -> Fetched<K, V>,
 }
 
 impl<K, V> Loader<K> for Batch<K, V>
@@ -44,8 +46,8 @@ where
 pub type Load<K, V> = DataLoader<Batch<K, V>>;
 
 fn loader<K, V>(
-    db: &DatabaseConnection,
-    fetch: fn(DatabaseConnection, Vec<K>) -> Fetched<K, V>,
+    db: &SharedConnection,
+    fetch: fn(SharedConnection, Vec<K>) -> Fetched<K, V>,
 ) -> Load<K, V>
 where
     K: Send + Sync + Hash + Eq + Clone + 'static,
@@ -91,7 +93,7 @@ pub struct Loaders {
 }
 
 impl Loaders {
-    pub fn new(db: &DatabaseConnection) -> Self {
+    pub fn new(db: &SharedConnection) -> Self {
         Loaders {
             products: loader(db, |db, ids| {
                 Box::pin(async move { products::by_ids(&db, &ids).await })

@@ -21,6 +21,7 @@ use super::limits::{self, RequestLimits};
 use super::meter::Meter;
 use super::parsed;
 use super::pricing::Validated;
+use super::scan_price::PriceBook;
 use super::{RequestData, cost};
 use crate::http::{ApiError, access, conditional};
 use crate::limits::RateDecision;
@@ -97,12 +98,12 @@ fn request_failed(response: &async_graphql::Response) -> bool {
 /// carries an `extensions.code` and each response the request's cost in
 /// `extensions.analyzer` and `extensions.cost` (`cost.rs`). A subscription's every update is charged as a
 /// response of its own.
-pub struct OverWebSocket(pub RequestLimits);
+pub struct OverWebSocket(pub RequestLimits, pub Arc<PriceBook>);
 
 impl ExtensionFactory for OverWebSocket {
     fn create(&self) -> Arc<dyn Extension> {
         Arc::new(OverWebSocketExtension {
-            validated: Validated::new(self.0),
+            validated: Validated::new(self.0, self.1.clone()),
             meter: Arc::default(),
             rate: Arc::default(),
         })

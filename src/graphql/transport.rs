@@ -100,7 +100,8 @@ async fn subscribe(
                         .map_err(|(error, _)| gql(error))?;
                     let _ = admitted_tx.send(admission.caller.key_id);
                     let mut data = Data::default();
-                    data.insert(Arc::new(RequestData::new(state, admission.caller)));
+                    let caller = admission.caller;
+                    data.insert(Arc::new(RequestData::new(state, caller, &schemas.shares)));
                     Ok(data)
                 })
                 .serve();
@@ -319,7 +320,8 @@ async fn answer(
         Err(refusal) => return Answered::Done(refused(headers, refusal)),
     };
     *rate = Some(admission.rate);
-    let data = Arc::new(RequestData::new(state.clone(), admission.caller));
+    let data = RequestData::new(state.clone(), admission.caller, &schemas.shares);
+    let data = Arc::new(data);
     let responses = join_all(priced.into_iter().map(|p| schemas.run(p, &data))).await;
     Answered::Ran {
         responses,

@@ -6,6 +6,7 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use chrono::DateTime;
+use sea_orm::ConnectionTrait;
 
 use super::ApiError;
 use crate::accounts::{self, Caller};
@@ -54,11 +55,16 @@ pub async fn rate_standing(state: &AppState, caller: &Caller) -> RateDecision {
     state.rate_limiter.peek(caller.account_id, now).await
 }
 
-/// Where `caller` stands against the daily quota, charging nothing.
-pub async fn quota_standing(state: &AppState, caller: &Caller) -> Result<Allowance, ApiError> {
+/// Where `caller` stands against the daily quota, charging nothing; read
+/// over `db` (the pool, or a GraphQL request's share of it).
+pub async fn quota_standing(
+    state: &AppState,
+    db: &impl ConnectionTrait,
+    caller: &Caller,
+) -> Result<Allowance, ApiError> {
     let now = state.clock.now();
     let default = state.settings.limits.daily_quota;
-    let charge = quota::standing(&state.db, caller.account_id, default, now).await?;
+    let charge = quota::standing(db, caller.account_id, default, now).await?;
     Ok(Allowance {
         limit: charge.limit,
         remaining: charge.remaining,

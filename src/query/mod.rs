@@ -6,6 +6,7 @@
 //! only through functions that take the account.
 
 pub mod children;
+pub mod estimate;
 pub mod keyset;
 pub mod order;
 pub mod prices;
