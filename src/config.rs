@@ -174,6 +174,16 @@ pub struct GraphqlConfig {
     )]
     pub batching: bool,
 
+    /// Most operations one batched request may hold; a larger batch is
+    /// refused before any of it runs.
+    #[arg(
+        long = "graphql-max-batch",
+        env = "VITRINA_GRAPHQL_MAX_BATCH",
+        default_value_t = 10,
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub max_batch: u32,
+
     /// Most database connections one GraphQL request (or WebSocket
     /// connection) holds at once; its other statements wait for them
     /// [default: a quarter of `--db-max-connections`, at least 1].
@@ -213,6 +223,7 @@ impl Default for GraphqlConfig {
             deadline_ms: 10_000,
             persisted_queries_max: 2_000,
             batching: false,
+            max_batch: 10,
             db_max_connections_per_request: None,
             db_max_connections_per_account: None,
             graphiql_assets: None,
@@ -522,6 +533,7 @@ mod tests {
             "--graphql-persisted-queries-max=0",
             "--graphql-max-complexity=0",
             "--graphql-max-fields=0",
+            "--graphql-max-batch=0",
             "--db-max-connections-per-request=0",
             "--db-max-connections-per-account=0",
         ] {

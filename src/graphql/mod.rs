@@ -209,6 +209,26 @@ enum Priced {
     },
 }
 
+impl Priced {
+    /// The complexity of what runs: none for a refused request.
+    fn complexity(&self) -> usize {
+        let cost = match self {
+            Priced::Refused(_) => return 0,
+            Priced::Ready { cost, .. } => match cost {
+                Cost::Remembered(cost) | Cost::PricedNow { cost, .. } => cost,
+            },
+        };
+        let complexity = match cost {
+            async_graphql::Value::Object(fields) => fields.get("complexity"),
+            _ => None,
+        };
+        match complexity {
+            Some(async_graphql::Value::Number(n)) => n.as_u64().map_or(0, |n| n as usize),
+            _ => 0,
+        }
+    }
+}
+
 /// A request's cost (`extensions.analyzer`).
 enum Cost {
     /// Found for an identical request before.

@@ -275,6 +275,20 @@ pub fn api_error(headers: &HeaderMap, error: &ApiError) -> Response {
     response
 }
 
+/// A request refused whole before any of its operations was priced or run
+/// (a batch over a limit): HTTP 400 whatever the media type, with the one
+/// error that says why.
+pub fn refused_whole(headers: &HeaderMap, error: ServerError) -> Response {
+    let body = serde_json::json!({ "errors": [error] }).to_string();
+    let media = HeaderValue::from_static(media_type(headers));
+    (
+        StatusCode::BAD_REQUEST,
+        [(header::CONTENT_TYPE, media)],
+        body,
+    )
+        .into_response()
+}
+
 pub fn request_error(headers: &HeaderMap, status: StatusCode, message: &str) -> Response {
     (
         status,

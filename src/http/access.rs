@@ -35,8 +35,19 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 /// Authenticates the key and counts the request against the rate limit.
 /// A refused request carries its rate headers in the error path too.
 pub async fn admit(state: &AppState, headers: &HeaderMap) -> Result<Admission, Refusal> {
+    admit_many(state, headers, 1).await
+}
+
+/// As [`admit`], counting `units` requests (the operations of a GraphQL
+/// batch): all of them when they fit in what is left of the minute, else
+/// none, and the request is refused.
+pub async fn admit_many(
+    state: &AppState,
+    headers: &HeaderMap,
+    units: u32,
+) -> Result<Admission, Refusal> {
     let caller = authenticate(state, headers).await.map_err(|e| (e, None))?;
-    let rate = count(state, &caller).await?;
+    let rate = count_many(state, &caller, units).await?;
     Ok(Admission { caller, rate })
 }
 
@@ -84,9 +95,18 @@ pub fn allowance(rate: &RateDecision) -> Allowance {
 /// Counts one request of an admitted caller against the per-minute rate
 /// limit (an HTTP request, or an operation on a WebSocket it opened).
 pub async fn count(state: &AppState, caller: &Caller) -> Result<RateDecision, Refusal> {
+    count_many(state, caller, 1).await
+}
+
+/// Counts `units` requests of an admitted caller, all or none.
+async fn count_many(
+    state: &AppState,
+    caller: &Caller,
+    units: u32,
+) -> Result<RateDecision, Refusal> {
     let rate = state
         .rate_limiter
-        .check(caller.account_id, state.clock.now())
+        .check_many(caller.account_id, state.clock.now(), units)
         .await;
     if !rate.allowed {
         crate::metrics::refused(crate::metrics::Limit::RatePerMinute);

@@ -14,6 +14,7 @@ mod cli_errors;
 mod conditional;
 mod connections;
 mod foundation;
+mod graphql_batch_limits;
 mod graphql_batching;
 mod graphql_catalog;
 mod graphql_connections;

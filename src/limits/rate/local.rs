@@ -23,11 +23,12 @@ impl LocalWindows {
         }
         let used = &mut counted.1;
         let allowed = match tally {
-            Tally::Count | Tally::Peek => *used < limit,
+            Tally::Count(units) => used.saturating_add(units) <= limit,
+            Tally::Peek => *used < limit,
             Tally::Refund => *used > 0,
         };
         match tally {
-            Tally::Count if allowed => *used += 1,
+            Tally::Count(units) if allowed => *used += units,
             Tally::Refund if allowed => *used -= 1,
             _ => {}
         }
