@@ -156,8 +156,9 @@ pub struct GraphqlConfig {
     pub deadline_ms: u64,
 
     /// Most persisted queries (Apollo's automatic persisted queries) kept
-    /// in the database for all replicas; past it, the least recently used
-    /// are evicted. Each is at most `--graphql-max-document-bytes` long.
+    /// in the database for all replicas and accounts; past it, the least
+    /// recently used of the account that keeps the most are evicted. Each
+    /// is at most `--graphql-max-document-bytes` long.
     #[arg(
         long = "graphql-persisted-queries-max",
         env = "VITRINA_GRAPHQL_PERSISTED_QUERIES_MAX",
@@ -165,6 +166,17 @@ pub struct GraphqlConfig {
         value_parser = clap::value_parser!(u64).range(1..)
     )]
     pub persisted_queries_max: u64,
+
+    /// Most persisted queries one account keeps (those it registered or
+    /// used); past it, its own least recently used are evicted, never
+    /// another account's.
+    #[arg(
+        long = "graphql-persisted-queries-per-account",
+        env = "VITRINA_GRAPHQL_PERSISTED_QUERIES_PER_ACCOUNT",
+        default_value_t = 200,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub persisted_queries_per_account: u64,
 
     /// Accept batched requests (a JSON array of operations).
     #[arg(
@@ -222,6 +234,7 @@ impl Default for GraphqlConfig {
             max_introspection_cost: 500_000,
             deadline_ms: 10_000,
             persisted_queries_max: 2_000,
+            persisted_queries_per_account: 200,
             batching: false,
             max_batch: 10,
             db_max_connections_per_request: None,
@@ -531,6 +544,7 @@ mod tests {
             "--merge-max-attempts=0",
             "--webhook-disable-after=0",
             "--graphql-persisted-queries-max=0",
+            "--graphql-persisted-queries-per-account=0",
             "--graphql-max-complexity=0",
             "--graphql-max-fields=0",
             "--graphql-max-batch=0",

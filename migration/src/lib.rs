@@ -11,6 +11,7 @@ mod m20261125_000012_webhook_in_flight;
 mod m20261126_000013_webhook_secret_rotation;
 mod m20261127_000014_webhook_redelivery;
 mod m20261127_000015_persisted_queries;
+mod m20261128_000018_persisted_query_owners;
 
 pub struct Migrator;
 
@@ -26,6 +27,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261126_000013_webhook_secret_rotation::Migration),
             Box::new(m20261127_000014_webhook_redelivery::Migration),
             Box::new(m20261127_000015_persisted_queries::Migration),
+            Box::new(m20261128_000018_persisted_query_owners::Migration),
         ]
     }
 }

@@ -180,7 +180,9 @@ impl Schemas {
                 (request, document, cost)
             }
         };
-        self.persisted.keep(&request).await;
+        self.persisted
+            .keep(&request, data.caller().account_id)
+            .await;
         let operation = request.operation_name.clone();
         crate::metrics::graphql::operation(operation.as_deref(), Some(&document), &cost);
         // Taken before the request, which takes its variables, runs.

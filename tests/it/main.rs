@@ -25,6 +25,7 @@ mod graphql_http;
 mod graphql_limits;
 mod graphql_node;
 mod graphql_persisted;
+mod graphql_persisted_shares;
 mod graphql_reads;
 mod graphql_schema;
 mod graphql_sessions;
