@@ -120,6 +120,20 @@ fn has_substring(filter: &Option<ProductFilter>) -> bool {
 // The complexity of each field that scans, as its `#[graphql(complexity)]`
 // computes it from its arguments and the sum of its fields' (`child`).
 
+/// A list's page with `count` for each `totalCount` asked, and `always`
+/// for what it reads whatever is asked.
+fn page_with(
+    first: Option<i32>,
+    last: Option<i32>,
+    child: usize,
+    count: usize,
+    always: usize,
+) -> usize {
+    page_cost(first, last, child, count)
+        .saturating_add(always)
+        .min(MOST)
+}
+
 /// `products(filter)`: its page, each count of the products, and a
 /// substring filter's scan.
 pub fn products(
@@ -133,41 +147,28 @@ pub fn products(
         true => prices.substring,
         false => 0,
     };
-    page_cost(first, last, child, prices.catalog_count)
-        .saturating_add(scan)
-        .min(MOST)
+    page_with(first, last, child, prices.catalog_count, scan)
 }
 
 /// A seller's `products`: its page and each count of them.
 pub fn seller_products(first: Option<i32>, last: Option<i32>, child: usize) -> usize {
-    page_cost(first, last, child, current().catalog_count)
+    page_with(first, last, child, current().catalog_count, 0)
 }
 
-/// A session's `products`: its page, and the count of the session's
-/// submissions its page runs (which is its `totalCount`).
-pub fn session_products(first: Option<i32>, last: Option<i32>, child: usize) -> usize {
-    let counted = current().session_submissions;
-    page_cost(first, last, child, 0)
-        .saturating_add(counted)
-        .min(MOST)
-}
-
-/// A session's `submissions`: its page and the count it runs.
+/// A session's `products` and `submissions`: the page, and the count of
+/// the session's submissions it runs (which is its `totalCount`).
 pub fn submissions(first: Option<i32>, last: Option<i32>, child: usize) -> usize {
-    session_products(first, last, child)
+    page_with(first, last, child, 0, current().session_submissions)
 }
 
 /// `scrapeSessions`: its page and the count of the account's sessions it runs.
 pub fn scrape_sessions(first: Option<i32>, last: Option<i32>, child: usize) -> usize {
-    let counted = current().account_sessions;
-    page_cost(first, last, child, 0)
-        .saturating_add(counted)
-        .min(MOST)
+    page_with(first, last, child, 0, current().account_sessions)
 }
 
 /// A `priceHistory`: its page and each count of the product's observations.
 pub fn price_history(first: Option<i32>, last: Option<i32>, child: usize) -> usize {
-    page_cost(first, last, child, current().product_history)
+    page_with(first, last, child, current().product_history, 0)
 }
 
 /// A seller's `productCount`.

@@ -155,7 +155,7 @@ impl ScrapeSession {
 
     /// The merged products of the session, in submission order; charged to
     /// the daily quota like `submissions`, and counted like them.
-    #[graphql(complexity = "super::scan_price::session_products(first, last, child_complexity)")]
+    #[graphql(complexity = "super::scan_price::submissions(first, last, child_complexity)")]
     async fn products(
         &self,
         ctx: &Context<'_>,
