@@ -29,6 +29,7 @@ mod graphql_persisted_shares;
 mod graphql_reads;
 mod graphql_schema;
 mod graphql_sessions;
+mod hostile_costs;
 mod hostile_params;
 mod metrics;
 mod modules;
