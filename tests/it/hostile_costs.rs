@@ -358,3 +358,25 @@ async fn the_dashboards_and_benchmark_queries_pass_the_limits() {
         assert!(complexity <= LIMIT, "{complexity}: {query}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_accounts_requests_together_hold_no_more_than_its_share_of_the_pool() {
+    let (app, key) = demo_app(2_000).await;
+    let worst = substring_counts(9);
+    // Three loops of the worst document, each request's share 2: the
+    // account's share, 4, holds them to half the pool of 8.
+    let loops: Vec<_> = (0..3)
+        .map(|_| Noise::start(&app, &key, worst.clone()))
+        .collect();
+    let from = app.statements();
+    futures_util::future::join_all(loops.iter().map(|(noise, _)| noise.loud(3))).await;
+    let most = app.most_at_once_reading(from..app.statements(), "products");
+    for (noise, task) in loops {
+        noise.stop.store(true, Ordering::SeqCst);
+        task.await.expect("a noisy loop");
+    }
+    assert_eq!(
+        most, 4,
+        "the account's requests held {most} connections at once"
+    );
+}
