@@ -7,8 +7,8 @@
 //! accounts, goes with its index.
 //!
 //! Texts kept before this migration have no owner: they run as before
-//! until an eviction removes texts no account owns, and one used meanwhile
-//! is owned by its user.
+//! until the next text an account registers, which drops the texts no
+//! account keeps; one used meanwhile is its user's.
 
 use sea_orm_migration::{prelude::*, schema::*};
 
