@@ -86,6 +86,22 @@ pub struct ServeConfig {
     pub sizes: SizeConfig,
 }
 
+/// The highest GraphQL complexity limit and fields limit that may be set:
+/// complexities are added up and told apart exactly below them (see
+/// `graphql::connection::COUNTED`); far above any useful limit.
+pub const MAX_COMPLEXITY_LIMIT: usize = 1 << 26;
+pub const MAX_FIELDS_LIMIT: u64 = 1 << 16;
+
+/// A complexity limit from 1 to [`MAX_COMPLEXITY_LIMIT`].
+fn complexity_limit(value: &str) -> Result<usize, String> {
+    match value.parse::<usize>() {
+        Ok(limit @ 1..=MAX_COMPLEXITY_LIMIT) => Ok(limit),
+        _ => Err(format!(
+            "expected an integer from 1 to {MAX_COMPLEXITY_LIMIT}"
+        )),
+    }
+}
+
 /// GraphQL limits and GraphiQL.
 #[derive(Debug, Clone, Args)]
 pub struct GraphqlConfig {
@@ -103,7 +119,8 @@ pub struct GraphqlConfig {
     #[arg(
         long = "graphql-max-complexity",
         env = "VITRINA_GRAPHQL_MAX_COMPLEXITY",
-        default_value_t = 10_000
+        default_value_t = 10_000,
+        value_parser = complexity_limit
     )]
     pub max_complexity: usize,
 
@@ -120,7 +137,8 @@ pub struct GraphqlConfig {
     #[arg(
         long = "graphql-max-fields",
         env = "VITRINA_GRAPHQL_MAX_FIELDS",
-        default_value_t = 2_000
+        default_value_t = 2_000,
+        value_parser = clap::value_parser!(u64).range(1..=MAX_FIELDS_LIMIT)
     )]
     pub max_fields: u64,
 
@@ -160,8 +178,9 @@ pub struct GraphqlConfig {
     pub deadline_ms: u64,
 
     /// Most persisted queries (Apollo's automatic persisted queries) kept
-    /// in the database for all replicas; past it, the least recently used
-    /// are evicted. Each is at most `--graphql-max-document-bytes` long.
+    /// in the database for all replicas and accounts; past it, the least
+    /// recently used of the account that keeps the most are evicted. Each
+    /// is at most `--graphql-max-document-bytes` long.
     #[arg(
         long = "graphql-persisted-queries-max",
         env = "VITRINA_GRAPHQL_PERSISTED_QUERIES_MAX",
@@ -170,6 +189,17 @@ pub struct GraphqlConfig {
     )]
     pub persisted_queries_max: u64,
 
+    /// Most persisted queries one account keeps (those it registered or
+    /// used); past it, its own least recently used are evicted, never
+    /// another account's.
+    #[arg(
+        long = "graphql-persisted-queries-per-account",
+        env = "VITRINA_GRAPHQL_PERSISTED_QUERIES_PER_ACCOUNT",
+        default_value_t = 200,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub persisted_queries_per_account: u64,
+
     /// Accept batched requests (a JSON array of operations).
     #[arg(
         long = "graphql-batching",
@@ -177,6 +207,35 @@ pub struct GraphqlConfig {
         default_value_t = false
     )]
     pub batching: bool,
+
+    /// Most operations one batched request may hold; a larger batch is
+    /// refused before any of it runs.
+    #[arg(
+        long = "graphql-max-batch",
+        env = "VITRINA_GRAPHQL_MAX_BATCH",
+        default_value_t = 10,
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub max_batch: u32,
+
+    /// Most database connections one GraphQL request (or WebSocket
+    /// connection) holds at once; its other statements wait for them
+    /// [default: a quarter of `--db-max-connections`, at least 1].
+    #[arg(
+        long,
+        env = "VITRINA_DB_MAX_CONNECTIONS_PER_REQUEST",
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub db_max_connections_per_request: Option<u32>,
+
+    /// Most database connections the GraphQL requests of one account hold
+    /// at once, together [default: half of `--db-max-connections`, at least 1].
+    #[arg(
+        long,
+        env = "VITRINA_DB_MAX_CONNECTIONS_PER_ACCOUNT",
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub db_max_connections_per_account: Option<u32>,
 
     /// An npm CDN for GraphiQL's packages (unpkg's layout, e.g.
     /// `https://unpkg.com`), loaded at the versions built into Vitrina and
@@ -197,7 +256,11 @@ impl Default for GraphqlConfig {
             max_introspection_cost: 500_000,
             deadline_ms: 10_000,
             persisted_queries_max: 2_000,
+            persisted_queries_per_account: 200,
             batching: false,
+            max_batch: 10,
+            db_max_connections_per_request: None,
+            db_max_connections_per_account: None,
             graphiql_assets: None,
         }
     }
@@ -599,6 +662,19 @@ mod tests {
     }
 
     #[test]
+    fn graphql_limits_stay_where_complexities_add_up_exactly() {
+        let over = MAX_COMPLEXITY_LIMIT + 1;
+        for flag in [
+            format!("--graphql-max-complexity={over}"),
+            format!("--graphql-max-fields={}", MAX_FIELDS_LIMIT + 1),
+        ] {
+            assert!(Serve::try_parse_from(["vitrina", &flag]).is_err(), "{flag}");
+        }
+        let most = format!("--graphql-max-complexity={MAX_COMPLEXITY_LIMIT}");
+        assert!(Serve::try_parse_from(["vitrina", &most]).is_ok());
+    }
+
+    #[test]
     fn counts_that_must_be_positive_refuse_zero() {
         for flag in [
             "--merge-max-attempts=0",
@@ -606,6 +682,12 @@ mod tests {
             "--graphql-persisted-queries-max=0",
             "--max-product-kb=0",
             "--max-response-mb=0",
+            "--graphql-persisted-queries-per-account=0",
+            "--graphql-max-complexity=0",
+            "--graphql-max-fields=0",
+            "--graphql-max-batch=0",
+            "--db-max-connections-per-request=0",
+            "--db-max-connections-per-account=0",
         ] {
             assert!(Serve::try_parse_from(["vitrina", flag]).is_err(), "{flag}");
         }

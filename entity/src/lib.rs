@@ -15,6 +15,7 @@ pub mod brand_snapshot;
 pub mod category_snapshot;
 pub mod current_price;
 pub mod persisted_query;
+pub mod persisted_query_owner;
 pub mod price_observation;
 pub mod product;
 pub mod product_category;

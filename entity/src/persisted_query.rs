@@ -1,6 +1,7 @@
 //! GraphQL query texts kept by the hex SHA-256 of their text (Apollo's
 //! automatic persisted queries), shared by every replica. A hash names one
-//! text forever, so rows are never updated but for `last_used_at`.
+//! text forever, so rows are never updated; the accounts that keep a text
+//! are its owners (`persisted_query_owner`).
 
 use sea_orm::entity::prelude::*;
 
@@ -13,9 +14,6 @@ pub struct Model {
     #[sea_orm(column_type = "Text")]
     pub query: String,
     pub created_at: DateTimeUtc,
-    /// When a request last used it (refreshed at most once an interval);
-    /// the least recently used are evicted first.
-    pub last_used_at: DateTimeUtc,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -13,6 +13,7 @@ mod m20261127_000014_webhook_redelivery;
 mod m20261127_000015_persisted_queries;
 mod m20261128_000016_seller_url_null;
 mod m20261128_000017_idempotency_fingerprint;
+mod m20261128_000018_persisted_query_owners;
 mod m20261128_000019_product_stored_size;
 
 pub struct Migrator;
@@ -31,6 +32,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261127_000015_persisted_queries::Migration),
             Box::new(m20261128_000016_seller_url_null::Migration),
             Box::new(m20261128_000017_idempotency_fingerprint::Migration),
+            Box::new(m20261128_000018_persisted_query_owners::Migration),
             Box::new(m20261128_000019_product_stored_size::Migration),
         ]
     }

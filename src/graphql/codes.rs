@@ -30,6 +30,7 @@ use async_graphql::registry::{MetaField, MetaInputValue, MetaType, MetaTypeName,
 use async_graphql::{InputType, Name, Pos, Positioned, Request, ServerError, Value, Variables};
 
 use super::parsed;
+use crate::query::products::ProductFilter;
 
 /// What an error says is wrong with a request, as its `extensions.code`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -449,15 +450,18 @@ enum Arguments<'a> {
 }
 
 /// Why async-graphql could not compute the cost of a field, given its
-/// `arguments`, if it could not. The cost of each connection,
-/// [`super::connection_cost`], reads its `Int` arguments `first` and
-/// `last`: one that does not parse is a value that does not fit its type;
-/// one with a variable that has no value is not.
+/// `arguments`, if it could not. The cost of each connection
+/// (`scan_price.rs`) reads its `Int` arguments `first` and `last`, and
+/// that of the products their `filter`: one that does not parse is a value
+/// that does not fit its type; one with a variable that has no value is not.
 fn cost_failure(arguments: &[Argument], schema: &MetaField) -> Option<ErrorClass> {
     arguments.iter().find_map(|argument| {
         let parses: fn(Value) -> bool = match schema.args.get(argument.name.node.as_str()) {
             Some(defined) if defined.ty == "Int" => |v| Option::<i32>::parse(Some(v)).is_ok(),
             Some(defined) if defined.ty == "Int!" => |v| i32::parse(Some(v)).is_ok(),
+            Some(defined) if defined.ty == "ProductFilterInput" => {
+                |v| Option::<ProductFilter>::parse(Some(v)).is_ok()
+            }
             _ => return None,
         };
         match argument.value.clone().map(parses) {

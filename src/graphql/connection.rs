@@ -10,13 +10,32 @@ use super::inline::Inline;
 use crate::query::QueryError;
 use crate::query::keyset::{DEFAULT_PAGE, Key, MAX_PAGE, Slice, Window};
 
-/// Complexity of a connection field: its children times the page size.
-pub fn connection_cost(first: Option<i32>, last: Option<i32>, child: usize) -> usize {
+/// The complexity a `totalCount` reports: not its price, which depends on
+/// the list it counts (its filter, its table), but a mark its connection
+/// finds in the sum of its fields' complexities ([`page_cost`]).
+/// async-graphql hands a field only that sum, and a count runs once per
+/// list, not once per row, so it must not be multiplied by the page size
+/// as the rows' fields are. Sound while a list's fields add up to less than
+/// the mark: at most `config::MAX_FIELDS_LIMIT` fields of at most [`MOST`].
+pub const COUNTED: usize = 1 << 44;
+
+/// The highest complexity a list reports: anything more is over every
+/// complexity limit anyway (`config::MAX_COMPLEXITY_LIMIT`).
+pub const MOST: usize = crate::config::MAX_COMPLEXITY_LIMIT + 1;
+
+/// Complexity of a connection field whose fields add up to `child`: the
+/// rows' fields times the page size, and `count` for each `totalCount`
+/// asked (once, whatever the page size, even 0).
+pub fn page_cost(first: Option<i32>, last: Option<i32>, child: usize, count: usize) -> usize {
     let size = first
         .or(last)
         .unwrap_or(DEFAULT_PAGE as i32)
         .clamp(0, MAX_PAGE as i32) as usize;
-    size.saturating_mul(child).saturating_add(1)
+    let (counts, fields) = (child / COUNTED, child % COUNTED);
+    size.saturating_mul(fields)
+        .saturating_add(1)
+        .saturating_add(counts.saturating_mul(count))
+        .min(MOST)
 }
 
 /// Relay arguments of a connection field.
@@ -73,10 +92,12 @@ impl Key for NoKey {
     }
 }
 
-/// `totalCount` known up front.
+/// `totalCount` counted with the page, whether asked or not (the list's
+/// field prices the count).
 #[derive(SimpleObject)]
 pub struct Total {
-    /// Rows in the whole list, across all pages.
+    /// Rows in the whole list, across all pages (counted with every page of
+    /// it: its price is the list's).
     pub total_count: u64,
 }
 

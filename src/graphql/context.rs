@@ -1,12 +1,15 @@
 //! What resolvers reach through async-graphql's context: the request's
 //! caller, where it stands against its limits, and the database and
-//! dataloaders through [`Reads`] only, whose futures are boxed (see `reads.rs`).
+//! dataloaders through [`Reads`] only, whose futures are boxed (see
+//! `reads.rs`) and whose statements run within the request's share of the
+//! pool (`pool_share.rs`).
 
 use std::sync::Arc;
 
 use async_graphql::Context;
 
 use super::loaders::Loaders;
+use super::pool_share::{PoolShares, SharedConnection};
 use super::reads::{Boxed, Reads};
 use crate::accounts::Caller;
 use crate::http::{ApiError, access, sized};
@@ -15,38 +18,57 @@ use crate::query::budget::ResponseBudget;
 use crate::state::AppState;
 use crate::views::Allowance;
 
-/// One request's caller, state, dataloaders, and the byte budget of its
-/// answer (one for all operations of a request over HTTP, one per operation
-/// over the WebSocket).
+/// One request's caller, state, share of the pool, dataloaders, and the
+/// byte budget of its answer (one for all operations of a request over
+/// HTTP, one per operation over the WebSocket).
 pub struct RequestData {
     state: AppState,
     caller: Caller,
+    connection: SharedConnection,
     loaders: Loaders,
     budget: Arc<ResponseBudget>,
 }
 
 impl RequestData {
-    /// The data of a request by `caller`, with loaders and a budget of its own.
-    pub fn new(state: AppState, caller: Caller) -> Self {
+    /// The data of a request by `caller`, with a share of the pool
+    /// (`shares`), loaders and a budget of its own.
+    pub fn new(state: AppState, caller: Caller, shares: &PoolShares) -> Self {
+        let connection = shares.connection(&state.db, caller.account_id);
+        RequestData::with_connection(state, caller, connection)
+    }
+
+    fn with_connection(state: AppState, caller: Caller, connection: SharedConnection) -> Self {
         let budget = Arc::new(sized::budget(&state));
-        let loaders = Loaders::new(&state.db, &budget);
+        let loaders = Loaders::new(&connection, &budget);
         RequestData {
             state,
             caller,
+            connection,
             loaders,
             budget,
         }
     }
 
-    /// The data of one more operation by the same caller (on a WebSocket),
-    /// with loaders and a budget of its own.
+    /// The data of one more operation by the same caller (on a WebSocket):
+    /// loaders and a budget of its own, within the share of the pool the
+    /// whole connection has.
     pub fn for_operation(&self) -> Self {
-        RequestData::new(self.state.clone(), self.caller.clone())
+        RequestData::with_connection(
+            self.state.clone(),
+            self.caller.clone(),
+            self.connection.clone(),
+        )
     }
 
     /// The byte budget of the answer.
     pub fn budget(&self) -> &ResponseBudget {
         &self.budget
+    }
+
+    /// The database and the loaders, for work outside a field (the updates
+    /// of a subscription).
+    pub fn reads(&self) -> Reads<'_> {
+        Reads::new(&self.connection, &self.loaders, &self.budget)
     }
 
     /// The application state, for the transport, the extensions around
@@ -67,8 +89,7 @@ pub(super) fn caller<'a>(ctx: &Context<'a>) -> &'a Caller {
 
 /// The database and the loaders of the request `ctx` belongs to.
 pub(super) fn reads<'a>(ctx: &Context<'a>) -> Reads<'a> {
-    let data = data(ctx);
-    Reads::new(&data.state.db, &data.loaders, &data.budget)
+    data(ctx).reads()
 }
 
 /// Where the caller of `ctx` stands against the rate limit, counting nothing.
@@ -80,7 +101,8 @@ pub(super) fn rate_limit<'a>(ctx: &Context<'a>) -> Boxed<'a, RateDecision> {
 /// Where the caller of `ctx` stands against the daily quota, charging nothing.
 pub(super) fn quota<'a>(ctx: &Context<'a>) -> Boxed<'a, Result<Allowance, ApiError>> {
     let data = data(ctx);
-    Box::pin(access::quota_standing(&data.state, &data.caller))
+    let quota = access::quota_standing(&data.state, &data.connection, &data.caller);
+    Box::pin(quota)
 }
 
 fn data<'a>(ctx: &Context<'a>) -> &'a RequestData {

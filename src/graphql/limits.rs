@@ -48,6 +48,8 @@ pub struct RequestLimits {
     pub max_depth: u64,
     pub max_introspection_cost: u64,
     pub max_complexity: usize,
+    /// Most operations of a batched request.
+    pub max_batch: u32,
     /// How long an admitted request may take before its work is stopped.
     pub deadline: Duration,
     /// What introspection's lists may hold, for its cost.
@@ -65,6 +67,7 @@ impl RequestLimits {
             max_depth: config.max_depth,
             max_introspection_cost: config.max_introspection_cost,
             max_complexity: config.max_complexity,
+            max_batch: config.max_batch,
             deadline: Duration::from_millis(config.deadline_ms),
         }
     }
@@ -84,6 +87,28 @@ impl RequestLimits {
         Limit {
             says: "The query's complexity is {} (each field 1, a connection's fields times \
                    its page size)",
+            max: self.max_complexity as u64,
+            setting: "VITRINA_GRAPHQL_MAX_COMPLEXITY",
+        }
+        .refuse_over(complexity as u64)
+    }
+
+    /// Refuses a batch of more than the batch limit's operations, before
+    /// any is priced.
+    pub fn check_batch_size(&self, operations: usize) -> Result<(), ServerError> {
+        Limit {
+            says: "The batch holds {} operations",
+            max: u64::from(self.max_batch),
+            setting: "VITRINA_GRAPHQL_MAX_BATCH",
+        }
+        .refuse_over(operations as u64)
+    }
+
+    /// Refuses a batch whose operations' complexities add up to more than
+    /// the complexity limit: a batch is priced as a whole.
+    pub fn check_batch_complexity(&self, complexity: usize) -> Result<(), ServerError> {
+        Limit {
+            says: "The batch's complexity is {} (the sum of its operations')",
             max: self.max_complexity as u64,
             setting: "VITRINA_GRAPHQL_MAX_COMPLEXITY",
         }

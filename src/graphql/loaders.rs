@@ -1,6 +1,7 @@
 //! Dataloaders: every relation a GraphQL query can walk is loaded for all
-//! parents of a level in one statement. Loaders live for one request, and
-//! those that read products count them against its answer's byte budget.
+//! parents of a level in one statement. Loaders live for one request, run
+//! their statements over its share of the pool (`pool_share.rs`), and those
+//! that read products count them against its answer's byte budget.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -13,9 +14,9 @@ use async_graphql::dataloader::{DataLoader, Loader};
 use entity::{
     current_price, price_observation, product, product_translation, seller, special_price,
 };
-use sea_orm::DatabaseConnection;
 use uuid::Uuid;
 
+use super::pool_share::SharedConnection;
 use crate::query::budget::ResponseBudget;
 use crate::query::sessions::SessionStats;
 use crate::query::{QueryError, prices, products, sellers, sessions};
@@ -24,11 +25,11 @@ type Fetched<K, V> = Pin<Box<dyn Future<Output = Result<HashMap<K, V>, QueryErro
 
 /// What a loader's query-layer function gets: the database, the byte budget
 /// of the request's answer, and a batch of keys.
-type Fetch<K, V> = fn(DatabaseConnection, Arc<ResponseBudget>, Vec<K>) -> Fetched<K, V>;
+type Fetch<K, V> = fn(SharedConnection, Arc<ResponseBudget>, Vec<K>) -> Fetched<K, V>;
 
 /// A loader that runs one query-layer function over a batch of keys.
 pub struct Batch<K, V> {
-    db: DatabaseConnection,
+    db: SharedConnection,
     budget: Arc<ResponseBudget>,
     fetch: Fetch<K, V>,
 }
@@ -51,7 +52,7 @@ where
 pub type Load<K, V> = DataLoader<Batch<K, V>>;
 
 fn loader<K, V>(
-    db: &DatabaseConnection,
+    db: &SharedConnection,
     budget: &Arc<ResponseBudget>,
     fetch: Fetch<K, V>,
 ) -> Load<K, V>
@@ -100,7 +101,7 @@ pub struct Loaders {
 }
 
 impl Loaders {
-    pub fn new(db: &DatabaseConnection, budget: &Arc<ResponseBudget>) -> Self {
+    pub fn new(db: &SharedConnection, budget: &Arc<ResponseBudget>) -> Self {
         Loaders {
             products: loader(db, budget, |db, budget, ids| {
                 Box::pin(async move { products::by_ids(&db, &ids, &budget).await })

@@ -20,11 +20,13 @@ mod order;
 mod page;
 mod parsed;
 mod persisted;
+mod pool_share;
 mod pricing;
 mod product;
 mod query;
 mod reads;
 mod response;
+mod scan_price;
 mod seller;
 mod session;
 mod subscription;
@@ -36,14 +38,15 @@ use async_graphql::{EmptyMutation, Schema, SchemaBuilder, ValidationMode};
 
 use crate::state::AppState;
 
-pub use connection::connection_cost;
 pub use context::RequestData;
 pub use error::gql;
 use limits::{IntrospectionSizes, RequestLimits};
 use meter::Meter;
 use parsed::ParsedQueries;
 use persisted::PersistedQueries;
+use pool_share::PoolShares;
 use query::QueryRoot;
+use scan_price::PriceBook;
 use subscription::SubscriptionRoot;
 pub use transport::router;
 
@@ -72,6 +75,10 @@ pub struct Schemas {
     parsed: ParsedQueries,
     persisted: PersistedQueries,
     limits: RequestLimits,
+    /// The prices of reads that scan rows, which grow with the tables.
+    prices: Arc<PriceBook>,
+    /// Each request's share of the database pool.
+    shares: PoolShares,
 }
 
 impl Schemas {
@@ -79,32 +86,42 @@ impl Schemas {
         let config = &state.settings.graphql;
         let sizes = IntrospectionSizes::of_schema(&sdl());
         let limits = RequestLimits::new(config, sizes);
+        let prices = Arc::new(PriceBook::new(state.db.clone()));
         Schemas {
             run: builder().validation_mode(ValidationMode::Fast).finish(),
-            pricing: builder().extension(pricing::PriceOnly(limits)).finish(),
-            subscriptions: builder()
-                .extension(response::OverWebSocket(limits))
+            pricing: builder()
+                .extension(pricing::PriceOnly(limits, prices.clone()))
                 .finish(),
+            subscriptions: builder()
+                .extension(response::OverWebSocket(limits, prices.clone()))
+                .finish(),
+            prices,
             parsed: ParsedQueries::default(),
             persisted: PersistedQueries::new(state),
             limits,
+            shares: PoolShares::new(crate::db::pool_info(&state.db).max_connections, config),
         }
     }
 
     /// Validates and prices one request (no database work, but for the
-    /// text of a persisted query's hash): what [`Schemas::run`] runs, or
-    /// the response refusing it. Both passes share one parse of its query,
-    /// and a request priced before is not priced again.
+    /// text of a persisted query's hash and the table estimates when they
+    /// are due): what [`Schemas::run`] runs, or the response refusing it.
+    /// Both passes share one parse of its query, and a request priced
+    /// before at the same prices is not priced again.
     async fn price(&self, request: async_graphql::Request) -> Priced {
         let mut request = match self.persisted.resolve(request).await {
             Ok(request) => request,
             Err(refusal) => return Priced::Refused(refusal),
         };
+        self.prices.refresh_if_due().await;
+        // Read before pricing: a cost remembered under this generation was
+        // priced at these prices or later ones.
+        let (_, prices) = self.prices.current();
         // The text is checked before the parse cache parses it (the
         // pricing pass checks the rest of the limits).
         let recalled = match self
             .parsed
-            .recall(&request, |query| self.limits.check_text(query))
+            .recall(&request, prices, |query| self.limits.check_text(query))
         {
             Ok(recalled) => recalled,
             Err(refusal) => {
@@ -133,7 +150,7 @@ impl Schemas {
         Priced::Ready {
             request,
             document,
-            cost: Cost::PricedNow(cost),
+            cost: Cost::PricedNow { cost, prices },
         }
     }
 
@@ -155,15 +172,17 @@ impl Schemas {
                     Cost::Remembered(cost) => cost,
                     // Kept only now that the caller is admitted, as parsed
                     // queries are.
-                    Cost::PricedNow(cost) => {
-                        self.parsed.remember_cost(&request, &cost);
+                    Cost::PricedNow { cost, prices } => {
+                        self.parsed.remember_cost(&request, prices, &cost);
                         cost
                     }
                 };
                 (request, document, cost)
             }
         };
-        self.persisted.keep(&request).await;
+        self.persisted
+            .keep(&request, data.caller().account_id)
+            .await;
         let operation = request.operation_name.clone();
         crate::metrics::graphql::operation(operation.as_deref(), Some(&document), &cost);
         // Taken before the request, which takes its variables, runs.
@@ -193,12 +212,35 @@ enum Priced {
     },
 }
 
+impl Priced {
+    /// The complexity of what runs: none for a refused request.
+    fn complexity(&self) -> usize {
+        let cost = match self {
+            Priced::Refused(_) => return 0,
+            Priced::Ready { cost, .. } => match cost {
+                Cost::Remembered(cost) | Cost::PricedNow { cost, .. } => cost,
+            },
+        };
+        let complexity = match cost {
+            async_graphql::Value::Object(fields) => fields.get("complexity"),
+            _ => None,
+        };
+        match complexity {
+            Some(async_graphql::Value::Number(n)) => n.as_u64().map_or(0, |n| n as usize),
+            _ => 0,
+        }
+    }
+}
+
 /// A request's cost (`extensions.analyzer`).
 enum Cost {
     /// Found for an identical request before.
     Remembered(async_graphql::Value),
-    /// Found by this request's pricing pass.
-    PricedNow(async_graphql::Value),
+    /// Found by this request's pricing pass, at the `prices` generation.
+    PricedNow {
+        cost: async_graphql::Value,
+        prices: u64,
+    },
 }
 
 /// The SDL checked in as `schema.graphql`.

@@ -139,6 +139,7 @@ pub fn nodes_cost(ids: usize, child: usize) -> usize {
     ids.min(MAX_PAGE as usize)
         .saturating_mul(child)
         .saturating_add(1)
+        .min(super::connection::MOST)
 }
 
 /// The objects `ids` name, in their order: every id is checked before any

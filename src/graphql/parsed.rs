@@ -38,6 +38,9 @@ struct Known {
 struct PricedRequest {
     operation: Option<String>,
     variables: async_graphql::Variables,
+    /// The generation of the prices of scanning reads it was priced at
+    /// (`scan_price::PriceBook`): a cost of other prices is priced anew.
+    prices: u64,
     cost: Value,
 }
 
@@ -52,14 +55,14 @@ pub struct Recalled {
     /// The parsed query.
     pub document: Arc<ExecutableDocument>,
     /// Its cost, when the same operation with the same variables passed
-    /// validation before.
+    /// validation before, at the same prices.
     pub cost: Option<Value>,
 }
 
 impl ParsedQueries {
     /// The parsed document of `request`'s query (from the cache, or parsed
     /// now and kept unless the query is too long to keep) and its cost if
-    /// known.
+    /// known at the `prices` generation in force.
     ///
     /// `admit` checks a query's text before it is parsed; a query in the
     /// cache passed it when it was parsed, so it is not checked again. A
@@ -67,6 +70,7 @@ impl ParsedQueries {
     pub fn recall(
         &self,
         request: &Request,
+        prices: u64,
         admit: impl FnOnce(&str) -> Result<(), ServerError>,
     ) -> Result<Recalled, ServerError> {
         let query = &request.query;
@@ -81,7 +85,11 @@ impl ParsedQueries {
             let cost = known
                 .costs
                 .iter()
-                .find(|c| c.operation == request.operation_name && c.variables == request.variables)
+                .find(|c| {
+                    c.prices == prices
+                        && c.operation == request.operation_name
+                        && c.variables == request.variables
+                })
                 .map(|c| c.cost.clone());
             return Ok(Recalled {
                 document: known.document.clone(),
@@ -101,9 +109,9 @@ impl ParsedQueries {
         })
     }
 
-    /// Keeps the cost of a request that passed validation, if its query is
-    /// kept and its variables are light enough.
-    pub fn remember_cost(&self, request: &Request, cost: &Value) {
+    /// Keeps the cost of a request that passed validation at the `prices`
+    /// generation, if its query is kept and its variables are light enough.
+    pub fn remember_cost(&self, request: &Request, prices: u64, cost: &Value) {
         let variables = request.variables.iter();
         if variables.map(|(k, v)| k.len() + weight(v)).sum::<usize>() > MAX_VARIABLES_WEIGHT {
             return;
@@ -118,6 +126,7 @@ impl ParsedQueries {
             PricedRequest {
                 operation: request.operation_name.clone(),
                 variables: request.variables.clone(),
+                prices,
                 cost: cost.clone(),
             },
         );

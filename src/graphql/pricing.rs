@@ -20,14 +20,15 @@ use async_graphql::{
 
 use super::codes::{ErrorClass, Kept};
 use super::limits::RequestLimits;
+use super::scan_price::{self, PriceBook};
 
 /// Validates and prices a request, and never executes it.
-pub struct PriceOnly(pub RequestLimits);
+pub struct PriceOnly(pub RequestLimits, pub Arc<PriceBook>);
 
 impl ExtensionFactory for PriceOnly {
     fn create(&self) -> Arc<dyn Extension> {
         Arc::new(PriceOnlyExtension {
-            validated: Validated::new(self.0),
+            validated: Validated::new(self.0, self.1.clone()),
         })
     }
 }
@@ -43,15 +44,18 @@ struct PriceOnlyExtension {
 #[derive(Clone)]
 pub struct Validated {
     limits: RequestLimits,
+    /// The prices of reads that scan, which the complexity includes.
+    prices: Arc<PriceBook>,
     result: Arc<Mutex<Option<ValidationResult>>>,
     /// The request as admitted, to place the errors of later steps.
     kept: Arc<OnceLock<Kept>>,
 }
 
 impl Validated {
-    pub fn new(limits: RequestLimits) -> Self {
+    pub fn new(limits: RequestLimits, prices: Arc<PriceBook>) -> Self {
         Validated {
             limits,
+            prices,
             result: Arc::default(),
             kept: Arc::default(),
         }
@@ -93,19 +97,24 @@ impl Validated {
         })
     }
 
-    /// An extension's validation step: codes what the validator refuses,
+    /// An extension's validation step: prices the reads that scan at the
+    /// prices in force (`scan_price.rs`), codes what the validator refuses,
     /// refuses a request over the complexity limit, and keeps the result.
     pub async fn validate(
         &self,
         ctx: &ExtensionContext<'_>,
         next: NextValidation<'_>,
     ) -> Result<ValidationResult, Vec<ServerError>> {
-        let result = next.run(ctx).await.map_err(|mut errors| {
+        self.prices.refresh_if_due().await;
+        let (prices, _) = self.prices.current();
+        let validated = scan_price::priced(prices, next.run(ctx)).await;
+        let mut result = validated.map_err(|mut errors| {
             if let Some(kept) = self.kept.get() {
                 kept.code_validation(&mut errors, &ctx.schema_env.registry);
             }
             errors
         })?;
+        result.complexity = scan_price::settle(result.complexity, &prices);
         self.limits
             .check_complexity(result.complexity)
             .map_err(|e| vec![e])?;

@@ -56,7 +56,12 @@ pub enum ProductTotal {
 
 #[Object]
 impl ProductTotal {
-    /// Products in the whole list, across all pages.
+    /// Products in the whole list, across all pages. A count reads every
+    /// product it counts, and any filter may match the whole catalog: it
+    /// costs 100 complexity points, or 1 per 1,000 products of the catalog
+    /// when that is more, once whatever the page size (a session's products
+    /// are counted with their page: the list's price includes it).
+    #[graphql(complexity = "super::connection::COUNTED")]
     async fn total_count(&self, ctx: &Context<'_>) -> Result<u64> {
         match self {
             ProductTotal::Matching(filter) => {
@@ -72,7 +77,10 @@ pub struct PriceTotal(pub Uuid, pub PriceHistoryFilter);
 
 #[Object]
 impl PriceTotal {
-    /// Observations matching the filter, across all pages.
+    /// Observations matching the filter, across all pages. Counted for each
+    /// product asked: 1 complexity point, plus 1 per 1,000 observations a
+    /// product has on average, once whatever the page size.
+    #[graphql(complexity = "super::connection::COUNTED")]
     async fn total_count(&self, ctx: &Context<'_>) -> Result<u64> {
         Ok(Reads::of(ctx)
             .run(|db| prices::count(db, self.0, &self.1))
@@ -371,7 +379,7 @@ impl Product {
         self.0.last_seen_at.into()
     }
     /// The full price and stock history, newest first.
-    #[graphql(complexity = "super::connection_cost(first, last, child_complexity)")]
+    #[graphql(complexity = "super::scan_price::price_history(first, last, child_complexity)")]
     async fn price_history(
         &self,
         ctx: &Context<'_>,

@@ -29,7 +29,11 @@ pub struct QueryRoot;
 #[Object]
 impl QueryRoot {
     /// Products matching the filter, newest first (firstSeenAt desc, then id).
-    #[graphql(complexity = "super::connection_cost(first, last, child_complexity)")]
+    /// Its complexity: the fields of a row times the page size, each
+    /// `totalCount` once (see ProductConnection), and a substring filter
+    /// (`nameContains`, `sellerCodeContains`), which may read every product's
+    /// text to fill its page and its count, ten times the price of a count.
+    #[graphql(complexity = "super::scan_price::products(&filter, first, last, child_complexity)")]
     async fn products(
         &self,
         ctx: &Context<'_>,
@@ -66,7 +70,7 @@ impl QueryRoot {
 
     /// One product's full price and stock history, newest first; NOT_FOUND when
     /// the product is unknown.
-    #[graphql(complexity = "super::connection_cost(first, last, child_complexity)")]
+    #[graphql(complexity = "super::scan_price::price_history(first, last, child_complexity)")]
     // The GraphQL arguments are the parameters: the product, its filter and Relay's four.
     #[allow(clippy::too_many_arguments)]
     async fn price_history(
@@ -104,7 +108,9 @@ impl QueryRoot {
     /// Sellers matching every given identifying parameter, ordered by
     /// marketplace then sellerId: at most 100; when more matched, the HTTP
     /// response carries `X-Result-Truncated: true`. One TIN may sell on
-    /// several marketplaces.
+    /// several marketplaces. The lookup counts the products of the sellers
+    /// it finds: it costs what a seller's `productCount` does, once.
+    #[graphql(complexity = "super::scan_price::sellers(child_complexity)")]
     async fn sellers(
         &self,
         ctx: &Context<'_>,

@@ -6,7 +6,8 @@
 //! work of a field that may run a statement is a pointer, which most fields
 //! of a page never follow (their rows come read with the page). A resolver
 //! gets the database and the loaders only from here, so a new field cannot
-//! forget the box.
+//! forget the box, nor the request's share of the pool (`pool_share.rs`):
+//! the connection here is the request's [`SharedConnection`].
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -15,10 +16,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use async_graphql::Context;
-use sea_orm::DatabaseConnection;
 use tokio::sync::OnceCell;
 
 use super::loaders::{Load, Loaders};
+use super::pool_share::SharedConnection;
 use crate::query::QueryError;
 use crate::query::budget::ResponseBudget;
 
@@ -29,14 +30,14 @@ pub type Boxed<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// resolvers use them.
 #[derive(Clone, Copy)]
 pub struct Reads<'a> {
-    db: &'a DatabaseConnection,
+    db: &'a SharedConnection,
     loaders: &'a Loaders,
     budget: &'a ResponseBudget,
 }
 
 impl<'a> Reads<'a> {
     pub fn new(
-        db: &'a DatabaseConnection,
+        db: &'a SharedConnection,
         loaders: &'a Loaders,
         budget: &'a ResponseBudget,
     ) -> Self {
@@ -57,8 +58,9 @@ impl<'a> Reads<'a> {
         super::context::reads(ctx)
     }
 
-    /// Runs `statements`, a query-layer call, over the database.
-    pub fn run<T, F>(self, statements: impl FnOnce(&'a DatabaseConnection) -> F) -> Boxed<'a, T>
+    /// Runs `statements`, a query-layer call, over the request's share of
+    /// the database pool.
+    pub fn run<T, F>(self, statements: impl FnOnce(&'a SharedConnection) -> F) -> Boxed<'a, T>
     where
         F: Future<Output = T> + Send + 'a,
     {

@@ -21,6 +21,7 @@ use super::limits::{self, RequestLimits};
 use super::meter::Meter;
 use super::parsed;
 use super::pricing::Validated;
+use super::scan_price::PriceBook;
 use super::{RequestData, cost};
 use crate::http::error::Unavailable;
 use crate::http::{ApiError, access, conditional};
@@ -116,12 +117,12 @@ fn request_failed(response: &async_graphql::Response) -> bool {
 /// carries an `extensions.code` and each response the request's cost in
 /// `extensions.analyzer` and `extensions.cost` (`cost.rs`). A subscription's every update is charged as a
 /// response of its own.
-pub struct OverWebSocket(pub RequestLimits);
+pub struct OverWebSocket(pub RequestLimits, pub Arc<PriceBook>);
 
 impl ExtensionFactory for OverWebSocket {
     fn create(&self) -> Arc<dyn Extension> {
         Arc::new(OverWebSocketExtension {
-            validated: Validated::new(self.0),
+            validated: Validated::new(self.0, self.1.clone()),
             meter: Arc::default(),
             rate: Arc::default(),
             operation: Arc::default(),
@@ -349,6 +350,20 @@ pub fn api_error(headers: &HeaderMap, error: &ApiError) -> Response {
         HeaderValue::from_static(media_type(headers)),
     );
     response
+}
+
+/// A request refused whole before any of its operations was priced or run
+/// (a batch over a limit): HTTP 400 whatever the media type, with the one
+/// error that says why.
+pub fn refused_whole(headers: &HeaderMap, error: ServerError) -> Response {
+    let body = serde_json::json!({ "errors": [error] }).to_string();
+    let media = HeaderValue::from_static(media_type(headers));
+    (
+        StatusCode::BAD_REQUEST,
+        [(header::CONTENT_TYPE, media)],
+        body,
+    )
+        .into_response()
 }
 
 pub fn request_error(headers: &HeaderMap, status: StatusCode, message: &str) -> Response {

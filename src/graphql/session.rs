@@ -31,8 +31,10 @@ impl Me {
         caller(ctx).account_id
     }
 
-    /// The account's scrape sessions, most recent first.
-    #[graphql(complexity = "super::connection_cost(first, last, child_complexity)")]
+    /// The account's scrape sessions, most recent first. Every page counts
+    /// them (its `totalCount`): 1 complexity point, plus 1 per 1,000
+    /// sessions an account has on average.
+    #[graphql(complexity = "super::scan_price::scrape_sessions(first, last, child_complexity)")]
     async fn scrape_sessions(
         &self,
         ctx: &Context<'_>,
@@ -123,8 +125,10 @@ impl ScrapeSession {
     /// Every submission in submission order, with its product once merged.
     /// Rows with a product count against the daily quota, as on REST; a
     /// request whose rows would pass it fails whole with QUOTA_EXCEEDED
-    /// (no data) and costs nothing.
-    #[graphql(complexity = "super::connection_cost(first, last, child_complexity)")]
+    /// (no data) and costs nothing. Every page counts them (its
+    /// `totalCount`): 1 complexity point, plus 1 per 1,000 submissions a
+    /// session has on average.
+    #[graphql(complexity = "super::scan_price::submissions(first, last, child_complexity)")]
     async fn submissions(
         &self,
         ctx: &Context<'_>,
@@ -150,8 +154,8 @@ impl ScrapeSession {
     }
 
     /// The merged products of the session, in submission order; charged to
-    /// the daily quota like `submissions`.
-    #[graphql(complexity = "super::connection_cost(first, last, child_complexity)")]
+    /// the daily quota like `submissions`, and counted like them.
+    #[graphql(complexity = "super::scan_price::submissions(first, last, child_complexity)")]
     async fn products(
         &self,
         ctx: &Context<'_>,

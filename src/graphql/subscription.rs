@@ -11,6 +11,7 @@ use tokio::sync::broadcast::error::RecvError;
 use uuid::Uuid;
 
 use super::RequestData;
+use super::reads::Reads;
 use super::session::ScrapeSession;
 use crate::query::sessions;
 
@@ -29,15 +30,18 @@ impl SubscriptionRoot {
     ) -> Result<impl Stream<Item = ScrapeSession> + use<>> {
         let data = ctx.data_unchecked::<Arc<RequestData>>().clone();
         let (state, account) = (data.state(), data.caller().account_id);
-        let first = sessions::session_for_account(&state.db, account, id).await?;
+        let first = Reads::of(ctx)
+            .run(|db| sessions::session_for_account(db, account, id))
+            .await?;
         state.events.ready().await;
         let events = state.events.subscribe();
         let updates = stream::unfold((data, events), move |(data, mut events)| async move {
             loop {
                 match events.recv().await {
                     Ok(changed) if changed == id => {
-                        let session = scrape_session::Entity::find_by_id(id)
-                            .one(&data.state().db)
+                        let session = data
+                            .reads()
+                            .run(|db| scrape_session::Entity::find_by_id(id).one(db))
                             .await
                             .ok()
                             .flatten()?;

@@ -25,8 +25,8 @@ use futures_util::future::join_all;
 use futures_util::{SinkExt, StreamExt};
 
 use super::meter::Meter;
-use super::response::{self, accepts, api_error, request_error, respond};
-use super::{RequestData, Schemas, cost, gql, limits, persisted};
+use super::response::{self, accepts, api_error, refused_whole, request_error, respond};
+use super::{Priced, RequestData, Schemas, cost, gql, limits, persisted};
 use crate::http::conditional::{mark, not_modified_if_fresh};
 use crate::http::{ApiError, access};
 use crate::limits::RateDecision;
@@ -100,7 +100,8 @@ async fn subscribe(
                         .map_err(|(error, _)| gql(error))?;
                     let _ = admitted_tx.send(admission.caller.key_id);
                     let mut data = Data::default();
-                    data.insert(Arc::new(RequestData::new(state, admission.caller)));
+                    let caller = admission.caller;
+                    data.insert(Arc::new(RequestData::new(state, caller, &schemas.shares)));
                     Ok(data)
                 })
                 .serve();
@@ -288,30 +289,35 @@ async fn answer(
     let Endpoint { state, schemas } = endpoint;
     let (requests, single) = match batch {
         BatchRequest::Single(request) => (vec![request], true),
-        BatchRequest::Batch(_) if !state.settings.graphql.batching => {
-            // The key first, as for any request: a caller without one
-            // learns only that.
-            if let Err(refusal) = access::admit(state, headers).await {
-                return Answered::Done(refused(headers, refusal));
+        BatchRequest::Batch(requests) => match refused_batch(endpoint, headers, requests.len()) {
+            None => (requests, false),
+            Some(mut refusal) => {
+                // The key first, as for any request: a caller without one
+                // learns only that. Counted as one request.
+                return Answered::Done(match access::admit(state, headers).await {
+                    Ok(admission) => {
+                        access::rate_headers(&admission.rate, refusal.headers_mut());
+                        refusal
+                    }
+                    Err(refusal) => refused(headers, refusal),
+                });
             }
-            return Answered::Done(request_error(
-                headers,
-                StatusCode::BAD_REQUEST,
-                "Batched requests are not enabled on this server.",
-            ));
-        }
-        BatchRequest::Batch(requests) => (requests, false),
+        },
     };
+    // Each operation of a batch is a request against the rate limit: all
+    // are counted, or the batch is refused whole and none is.
+    let operations = u32::try_from(requests.len()).unwrap_or(u32::MAX);
     // Queries the server has seen before (which only keyed requests put in
     // the parse cache) are priced while the key is checked: pricing is CPU
     // work, the key check a wait on the database. Others wait for the key,
     // so a caller without one cannot make the server parse what it sends.
     let known = requests.iter().all(|r| schemas.parsed.contains(&r.query));
     let pricing = join_all(requests.into_iter().map(|r| schemas.price(r)));
+    let admit = access::admit_many(state, headers, operations);
     let (admission, priced) = if known {
-        tokio::join!(access::admit(state, headers), pricing)
+        tokio::join!(admit, pricing)
     } else {
-        match access::admit(state, headers).await {
+        match admit.await {
             Ok(admission) => (Ok(admission), pricing.await),
             Err(refusal) => (Err(refusal), Vec::new()),
         }
@@ -321,13 +327,37 @@ async fn answer(
         Err(refusal) => return Answered::Done(refused(headers, refusal)),
     };
     *rate = Some(admission.rate);
-    let data = Arc::new(RequestData::new(state.clone(), admission.caller));
+    if !single {
+        // Priced as a whole: its operations run in one request.
+        let complexity = priced.iter().map(Priced::complexity).sum();
+        if let Err(error) = schemas.limits.check_batch_complexity(complexity) {
+            let mut refusal = refused_whole(headers, error);
+            access::rate_headers(&admission.rate, refusal.headers_mut());
+            return Answered::Done(refusal);
+        }
+    }
+    let data = RequestData::new(state.clone(), admission.caller, &schemas.shares);
+    let data = Arc::new(data);
     let responses = join_all(priced.into_iter().map(|p| schemas.run(p, &data))).await;
     Answered::Ran {
         responses,
         data,
         single,
     }
+}
+
+/// Why a batch of `operations` is refused before any of it is priced:
+/// batching is off, or the batch is over its limit.
+fn refused_batch(endpoint: &Endpoint, headers: &HeaderMap, operations: usize) -> Option<Response> {
+    if !endpoint.state.settings.graphql.batching {
+        return Some(request_error(
+            headers,
+            StatusCode::BAD_REQUEST,
+            "Batched requests are not enabled on this server.",
+        ));
+    }
+    let error = endpoint.schemas.limits.check_batch_size(operations).err()?;
+    Some(refused_whole(headers, error))
 }
 
 /// A request refused before it ran (no valid key, rate limited).

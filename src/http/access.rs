@@ -6,6 +6,7 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use chrono::DateTime;
+use sea_orm::ConnectionTrait;
 
 use super::ApiError;
 use crate::accounts::{self, Caller};
@@ -34,8 +35,19 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
 /// Authenticates the key and counts the request against the rate limit.
 /// A refused request carries its rate headers in the error path too.
 pub async fn admit(state: &AppState, headers: &HeaderMap) -> Result<Admission, Refusal> {
+    admit_many(state, headers, 1).await
+}
+
+/// As [`admit`], counting `units` requests (the operations of a GraphQL
+/// batch): all of them when they fit in what is left of the minute, else
+/// none, and the request is refused.
+pub async fn admit_many(
+    state: &AppState,
+    headers: &HeaderMap,
+    units: u32,
+) -> Result<Admission, Refusal> {
     let caller = authenticate(state, headers).await.map_err(|e| (e, None))?;
-    let rate = count(state, &caller).await?;
+    let rate = count_many(state, &caller, units).await?;
     Ok(Admission { caller, rate })
 }
 
@@ -54,11 +66,16 @@ pub async fn rate_standing(state: &AppState, caller: &Caller) -> RateDecision {
     state.rate_limiter.peek(caller.account_id, now).await
 }
 
-/// Where `caller` stands against the daily quota, charging nothing.
-pub async fn quota_standing(state: &AppState, caller: &Caller) -> Result<Allowance, ApiError> {
+/// Where `caller` stands against the daily quota, charging nothing; read
+/// over `db` (the pool, or a GraphQL request's share of it).
+pub async fn quota_standing(
+    state: &AppState,
+    db: &impl ConnectionTrait,
+    caller: &Caller,
+) -> Result<Allowance, ApiError> {
     let now = state.clock.now();
     let default = state.settings.limits.daily_quota;
-    let charge = quota::standing(&state.db, caller.account_id, default, now).await?;
+    let charge = quota::standing(db, caller.account_id, default, now).await?;
     Ok(Allowance {
         limit: charge.limit,
         remaining: charge.remaining,
@@ -78,9 +95,18 @@ pub fn allowance(rate: &RateDecision) -> Allowance {
 /// Counts one request of an admitted caller against the per-minute rate
 /// limit (an HTTP request, or an operation on a WebSocket it opened).
 pub async fn count(state: &AppState, caller: &Caller) -> Result<RateDecision, Refusal> {
+    count_many(state, caller, 1).await
+}
+
+/// Counts `units` requests of an admitted caller, all or none.
+async fn count_many(
+    state: &AppState,
+    caller: &Caller,
+    units: u32,
+) -> Result<RateDecision, Refusal> {
     let rate = state
         .rate_limiter
-        .check(caller.account_id, state.clock.now())
+        .check_many(caller.account_id, state.clock.now(), units)
         .await;
     if !rate.allowed {
         crate::metrics::refused(crate::metrics::Limit::RatePerMinute);

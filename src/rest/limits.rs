@@ -23,7 +23,7 @@ pub async fn standing(
 ) -> Result<Response, ApiError> {
     let caller = access::authenticate(&state, &headers).await?;
     let rate = access::rate_standing(&state, &caller).await;
-    let quota = access::quota_standing(&state, &caller).await?;
+    let quota = access::quota_standing(&state, &state.db, &caller).await?;
     let data = Standing {
         rate_limit: access::allowance(&rate),
         quota,

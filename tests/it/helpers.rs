@@ -155,7 +155,7 @@ pub struct TestApp {
     /// The state the app serves with (settings, events, ...).
     pub state: AppState,
     /// Every statement the app's connection has run, with its values.
-    statements: Arc<std::sync::Mutex<Vec<sea_orm::Statement>>>,
+    statements: Arc<std::sync::Mutex<Vec<Logged>>>,
     /// Keeps the database alive as long as the app.
     test_db: TestDb,
 }
@@ -203,7 +203,12 @@ impl TestApp {
         let statements = Arc::new(std::sync::Mutex::new(Vec::new()));
         let log = statements.clone();
         db.set_metric_callback(move |info| {
-            log.lock().unwrap().push(info.statement.clone());
+            let logged = Logged {
+                statement: info.statement.clone(),
+                ended: Instant::now(),
+                took: info.elapsed,
+            };
+            log.lock().unwrap().push(logged);
         });
         let clock = ManualClock::new(test_start());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -290,7 +295,7 @@ impl TestApp {
     pub fn statement_texts(&self, from: usize) -> Vec<String> {
         self.statements.lock().unwrap()[from..]
             .iter()
-            .map(|s| s.sql.clone())
+            .map(|s| s.statement.sql.clone())
             .collect()
     }
 
@@ -298,7 +303,7 @@ impl TestApp {
     pub fn statements_with_values(&self, from: usize) -> Vec<String> {
         self.statements.lock().unwrap()[from..]
             .iter()
-            .map(ToString::to_string)
+            .map(|s| s.statement.to_string())
             .collect()
     }
 
@@ -310,6 +315,28 @@ impl TestApp {
             .into_iter()
             .filter(|s| s.contains(&quoted) || s.contains(&bare))
             .collect()
+    }
+
+    /// The most statements reading `table` that ran at once, of the
+    /// statements run in `range` (by their order): how many connections
+    /// they held together.
+    pub fn most_at_once_reading(&self, range: std::ops::Range<usize>, table: &str) -> usize {
+        let (quoted, bare) = (format!("FROM \"{table}\""), format!("FROM {table} "));
+        let mut edges: Vec<(Instant, i32)> = Vec::new();
+        for s in &self.statements.lock().unwrap()[range] {
+            if s.statement.sql.contains(&quoted) || s.statement.sql.contains(&bare) {
+                // Ends sort before starts at the same instant.
+                edges.push((s.ended - s.took, 1));
+                edges.push((s.ended, -1));
+            }
+        }
+        edges.sort();
+        let (mut now, mut most) = (0, 0);
+        for (_, step) in edges {
+            now += step;
+            most = most.max(now);
+        }
+        most as usize
     }
 
     /// The one statement since the first `from` that reads `table`.
@@ -370,6 +397,13 @@ impl TestApp {
             .await
             .expect("request")
     }
+}
+
+/// A statement the app ran, and when.
+struct Logged {
+    statement: sea_orm::Statement,
+    ended: Instant,
+    took: Duration,
 }
 
 /// Creates an API key for `account` (made if new) at `now`.

@@ -22,9 +22,12 @@ impl LocalWindows {
             *counted = (window.minute, 0);
         }
         let used = &mut counted.1;
-        let allowed = *used < limit;
-        if allowed && tally == Tally::Count {
-            *used += 1;
+        let allowed = match tally {
+            Tally::Count(units) => used.saturating_add(units) <= limit,
+            Tally::Peek => *used < limit,
+        };
+        if let (true, Tally::Count(units)) = (allowed, tally) {
+            *used += units;
         }
         Counted {
             allowed,

@@ -52,8 +52,9 @@ impl Window {
 /// What one call does to an account's window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Tally {
-    /// Counts a request when it fits.
-    Count,
+    /// Counts this many requests when they all fit (the operations of a
+    /// GraphQL batch), else none.
+    Count(u32),
     /// Only reads.
     Peek,
 }
@@ -61,7 +62,7 @@ enum Tally {
 impl Tally {
     fn name(self) -> &'static str {
         match self {
-            Tally::Count => "count",
+            Tally::Count(_) => "count",
             Tally::Peek => "peek",
         }
     }
@@ -117,7 +118,15 @@ impl RateLimiter {
 
     /// Counts one request of `account` at `now`; refused requests are not counted.
     pub async fn check(&self, account: Uuid, now: DateTime<Utc>) -> RateDecision {
-        self.tally(account, Window::of(now), Tally::Count).await
+        self.check_many(account, now, 1).await
+    }
+
+    /// Counts `units` requests of `account` at `now` when they all fit in
+    /// what is left of the window; otherwise refuses them all and counts
+    /// none.
+    pub async fn check_many(&self, account: Uuid, now: DateTime<Utc>, units: u32) -> RateDecision {
+        self.tally(account, Window::of(now), Tally::Count(units))
+            .await
     }
 
     /// Where `account` stands at `now`, counting nothing; `allowed` says

@@ -21,7 +21,7 @@ use super::{Counted, Tally, Window};
 
 /// KEYS[1]: the account's window; ARGV[1]: the limit; ARGV[2]: seconds the
 /// key lives after its first request; ARGV[3]: the [`Tally`] (`count` counts
-/// the request when it fits, `peek` only reads).
+/// ARGV[4] requests when they all fit, `peek` only reads).
 /// Answers {allowed (0 or 1), used}.
 const TALLY: &str = r"
 local used = tonumber(redis.call('GET', KEYS[1]) or '0')
@@ -29,11 +29,12 @@ local tally = ARGV[3]
 if tally == 'peek' then
   return {used < tonumber(ARGV[1]) and 1 or 0, used}
 end
-if used >= tonumber(ARGV[1]) then
+local units = tonumber(ARGV[4])
+if used + units > tonumber(ARGV[1]) then
   return {0, used}
 end
-used = redis.call('INCR', KEYS[1])
-if used == 1 then
+used = redis.call('INCRBY', KEYS[1], units)
+if used == units then
   redis.call('EXPIRE', KEYS[1], ARGV[2])
 end
 return {1, used}
@@ -108,7 +109,15 @@ impl SharedWindows {
         let mut invocation = self
             .script
             .key(format!("vitrina:rate:{account}:{}", window.minute));
-        invocation.arg(limit).arg(KEY_TTL_SECS).arg(tally.name());
+        let units = match tally {
+            Tally::Count(units) => units,
+            Tally::Peek => 1,
+        };
+        invocation
+            .arg(limit)
+            .arg(KEY_TTL_SECS)
+            .arg(tally.name())
+            .arg(units);
         let answer = invocation.invoke_async::<(i64, i64)>(&mut connection);
         match tokio::time::timeout(self.timeout, answer).await {
             Ok(Ok((counted, used))) => {

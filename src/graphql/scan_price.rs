@@ -1,0 +1,320 @@
+//! What reads that scan rows cost, in complexity points, priced before a
+//! request runs with the rest of its complexity (async-graphql's, checked
+//! after validation). A page reads its own rows through an index, and its
+//! page size prices it; but a count reads every row it counts, and a
+//! substring filter may read every product to find a page's rows (a rare
+//! substring finds none after reading them all). Those are priced by the
+//! rows they may read, which grow with the catalog:
+//! - a count of products (`totalCount` of a products list) may match every
+//!   product, whatever its filter: [`COUNT_FLOOR`] points, or one per
+//!   [`ROWS_PER_POINT`] products when that is more;
+//! - a substring filter (`nameContains`, `sellerCodeContains`) reads each
+//!   product's text, not an index entry: [`SUBSTRING_WEIGHT`] times a
+//!   count's price, once per list that has one (its page and its count);
+//! - a count of one parent's rows through the index on the parent (a
+//!   seller's products, a product's price history, an account's sessions, a
+//!   session's submissions): 1 point, plus one per [`ROWS_PER_POINT`] rows a
+//!   parent has on average.
+//!
+//! The rows are the database's own estimates (`query::estimate`), read
+//! again at most once a [`REFRESH_EVERY`] by a request being priced
+//! ([`PriceBook`]). async-graphql prices fields in plain functions with no
+//! state, so the prices reach them through a task-local that
+//! `pricing::Validated` sets around each validation ([`priced`]).
+//!
+//! When counts are kept up to date instead of counted (a later change),
+//! their price is what changes here: [`Prices::of`].
+
+use std::future::Future;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use sea_orm::DatabaseConnection;
+
+use super::connection::{COUNTED, MOST, page_cost};
+use crate::query::estimate::{self, TableRows};
+use crate::query::products::ProductFilter;
+
+/// Rows a count reads for one complexity point.
+pub const ROWS_PER_POINT: u64 = 1_000;
+/// The least a count of products costs, whatever the catalog holds: as
+/// much as a page of 100 rows, so that many counts never come cheap.
+pub const COUNT_FLOOR: usize = 100;
+/// How much more a substring filter costs than a count of the same rows:
+/// SQLite counts 20,000 products through an index in 0.2 ms and reads
+/// their names for a substring in 12-16 ms.
+pub const SUBSTRING_WEIGHT: usize = 10;
+/// How long the table estimates are used before they are read again.
+pub const REFRESH_EVERY: Duration = Duration::from_secs(60);
+/// How long a request waits for them: with the pool busy, it goes on with
+/// the prices in force rather than wait for a connection.
+pub const READ_WITHIN: Duration = Duration::from_millis(100);
+
+/// The prices of the reads that scan, from the rows of the tables they read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Prices {
+    /// A count of the products matching a filter.
+    pub catalog_count: usize,
+    /// A substring filter over the products.
+    pub substring: usize,
+    /// A count of one seller's products.
+    pub seller_products: usize,
+    /// A count of one product's price observations.
+    pub product_history: usize,
+    /// A count of one account's sessions.
+    pub account_sessions: usize,
+    /// A count of one session's submissions.
+    pub session_submissions: usize,
+}
+
+impl Prices {
+    pub fn of(rows: &TableRows) -> Prices {
+        let points = |rows: u64| usize::try_from(rows / ROWS_PER_POINT).unwrap_or(usize::MAX);
+        let per_parent = |rows: u64, parents: u64| 1 + points(rows / parents.max(1));
+        let catalog_count = points(rows.products).max(COUNT_FLOOR);
+        Prices {
+            catalog_count,
+            substring: catalog_count.saturating_mul(SUBSTRING_WEIGHT),
+            seller_products: per_parent(rows.products, rows.sellers),
+            product_history: per_parent(rows.price_observations, rows.products),
+            account_sessions: per_parent(rows.scrape_sessions, rows.accounts),
+            session_submissions: per_parent(rows.submissions, rows.scrape_sessions),
+        }
+    }
+}
+
+tokio::task_local! {
+    /// The prices of the request being validated.
+    static PRICES: Prices;
+}
+
+/// Runs `validation` with `prices` for the complexity functions below.
+pub async fn priced<F: Future>(prices: Prices, validation: F) -> F::Output {
+    PRICES.scope(prices, validation).await
+}
+
+/// The prices set by [`priced`]; outside it (a schema that only executes
+/// what was priced before), those of an empty catalog.
+pub fn current() -> Prices {
+    PRICES
+        .try_with(|prices| *prices)
+        .unwrap_or_else(|_| Prices::of(&TableRows::default()))
+}
+
+/// The complexity of a whole request, whose fields add up to `complexity`:
+/// a `totalCount` outside any list that prices it (none is, in this
+/// schema) is priced as a count of the catalog.
+pub fn settle(complexity: usize, prices: &Prices) -> usize {
+    let (counts, fields) = (complexity / COUNTED, complexity % COUNTED);
+    fields.saturating_add(counts.saturating_mul(prices.catalog_count))
+}
+
+/// Whether a products filter reads the products' texts.
+fn has_substring(filter: &Option<ProductFilter>) -> bool {
+    let given = |value: &Option<String>| value.as_deref().is_some_and(|v| !v.is_empty());
+    filter
+        .as_ref()
+        .is_some_and(|f| given(&f.name_contains) || given(&f.seller_code_contains))
+}
+
+// The complexity of each field that scans, as its `#[graphql(complexity)]`
+// computes it from its arguments and the sum of its fields' (`child`).
+
+/// A list's page with `count` for each `totalCount` asked, and `always`
+/// for what it reads whatever is asked.
+fn page_with(
+    first: Option<i32>,
+    last: Option<i32>,
+    child: usize,
+    count: usize,
+    always: usize,
+) -> usize {
+    page_cost(first, last, child, count)
+        .saturating_add(always)
+        .min(MOST)
+}
+
+/// `products(filter)`: its page, each count of the products, and a
+/// substring filter's scan.
+pub fn products(
+    filter: &Option<ProductFilter>,
+    first: Option<i32>,
+    last: Option<i32>,
+    child: usize,
+) -> usize {
+    let prices = current();
+    let scan = match has_substring(filter) {
+        true => prices.substring,
+        false => 0,
+    };
+    page_with(first, last, child, prices.catalog_count, scan)
+}
+
+/// A seller's `products`: its page and each count of them.
+pub fn seller_products(first: Option<i32>, last: Option<i32>, child: usize) -> usize {
+    page_with(first, last, child, current().catalog_count, 0)
+}
+
+/// A session's `products` and `submissions`: the page, and the count of
+/// the session's submissions it runs (which is its `totalCount`).
+pub fn submissions(first: Option<i32>, last: Option<i32>, child: usize) -> usize {
+    page_with(first, last, child, 0, current().session_submissions)
+}
+
+/// `scrapeSessions`: its page and the count of the account's sessions it runs.
+pub fn scrape_sessions(first: Option<i32>, last: Option<i32>, child: usize) -> usize {
+    page_with(first, last, child, 0, current().account_sessions)
+}
+
+/// A `priceHistory`: its page and each count of the product's observations.
+pub fn price_history(first: Option<i32>, last: Option<i32>, child: usize) -> usize {
+    page_with(first, last, child, current().product_history, 0)
+}
+
+/// A seller's `productCount`.
+pub fn seller_product_count() -> usize {
+    current().seller_products
+}
+
+/// `sellers(lookup)`: the sellers found, whose products it counts.
+pub fn sellers(child: usize) -> usize {
+    child
+        .saturating_add(1)
+        .saturating_add(current().seller_products)
+        .min(MOST)
+}
+
+/// The prices in force, and the table estimates they come from, read
+/// again once they are [`REFRESH_EVERY`] old.
+pub struct PriceBook {
+    db: DatabaseConnection,
+    book: Mutex<Book>,
+}
+
+struct Book {
+    prices: Prices,
+    /// Changes whenever the prices do, so a cost priced before can be told
+    /// from one priced at today's prices (`parsed.rs`).
+    generation: u64,
+    /// When the estimates were last read (or tried); `None` before.
+    read_at: Option<Instant>,
+    /// A request is reading them now: others use the prices as they are.
+    reading: bool,
+}
+
+impl PriceBook {
+    pub fn new(db: DatabaseConnection) -> Self {
+        PriceBook {
+            db,
+            book: Mutex::new(Book {
+                prices: Prices::of(&TableRows::default()),
+                generation: 0,
+                read_at: None,
+                reading: false,
+            }),
+        }
+    }
+
+    /// The prices in force and their generation.
+    pub fn current(&self) -> (Prices, u64) {
+        let book = self.lock();
+        (book.prices, book.generation)
+    }
+
+    /// Reads the estimates again when they are due, within [`READ_WITHIN`];
+    /// one request at a time does, the others go on with the prices in
+    /// force. A failure is logged, and the prices stay until the next time
+    /// they are due.
+    pub async fn refresh_if_due(&self) {
+        {
+            let mut book = self.lock();
+            let due = book.read_at.is_none_or(|at| at.elapsed() >= REFRESH_EVERY);
+            if !due || book.reading {
+                return;
+            }
+            book.reading = true;
+        }
+        // Also when this request is dropped while it reads.
+        let _reading = Reading(self);
+        let read = tokio::time::timeout(READ_WITHIN, estimate::table_rows(&self.db)).await;
+        let mut book = self.lock();
+        book.read_at = Some(Instant::now());
+        match read {
+            Ok(Ok(rows)) => {
+                let prices = Prices::of(&rows);
+                if prices != book.prices {
+                    book.prices = prices;
+                    book.generation += 1;
+                }
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "the table estimates that price counts were not read")
+            }
+            Err(_) => tracing::warn!(
+                within_ms = READ_WITHIN.as_millis(),
+                "the table estimates that price counts were not read in time"
+            ),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Book> {
+        // The book holds whole values: a poisoned lock still holds them.
+        self.book.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A request reading the estimates; when it ends, others may again.
+struct Reading<'a>(&'a PriceBook);
+
+impl Drop for Reading<'_> {
+    fn drop(&mut self) {
+        self.0.lock().reading = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_cost_the_floor_until_the_catalog_passes_it_then_grow_with_it() {
+        let small = Prices::of(&TableRows {
+            products: 20_000,
+            ..TableRows::default()
+        });
+        assert_eq!(small.catalog_count, COUNT_FLOOR);
+        assert_eq!(small.substring, COUNT_FLOOR * SUBSTRING_WEIGHT);
+        let large = Prices::of(&TableRows {
+            products: 1_000_000,
+            ..TableRows::default()
+        });
+        assert_eq!(large.catalog_count, 1_000);
+        assert_eq!(large.substring, 10_000);
+    }
+
+    #[test]
+    fn a_parents_count_grows_with_the_rows_a_parent_has_on_average() {
+        let prices = Prices::of(&TableRows {
+            products: 1_000_000,
+            sellers: 100,
+            price_observations: 11_000_000,
+            accounts: 0,
+            scrape_sessions: 5_000,
+            submissions: 500_000,
+        });
+        assert_eq!(prices.seller_products, 1 + 10);
+        assert_eq!(prices.product_history, 1);
+        assert_eq!(prices.account_sessions, 1 + 5);
+        assert_eq!(prices.session_submissions, 1);
+    }
+
+    #[tokio::test]
+    async fn the_prices_reach_the_complexity_functions_only_inside_priced() {
+        let large = Prices::of(&TableRows {
+            products: 5_000_000,
+            ..TableRows::default()
+        });
+        assert_eq!(priced(large, async { current() }).await, large);
+        assert_eq!(current(), Prices::of(&TableRows::default()));
+    }
+}
