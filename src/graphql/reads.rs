@@ -36,11 +36,7 @@ pub struct Reads<'a> {
 }
 
 impl<'a> Reads<'a> {
-    pub fn new(
-        db: &'a SharedConnection,
-        loaders: &'a Loaders,
-        budget: &'a ResponseBudget,
-    ) -> Self {
+    pub fn new(db: &'a SharedConnection, loaders: &'a Loaders, budget: &'a ResponseBudget) -> Self {
         Reads {
             db,
             loaders,
