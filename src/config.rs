@@ -448,7 +448,28 @@ pub struct HttpConfig {
         default_value_t = DEFAULT_MAX_REQUEST_ID_CHARS
     )]
     pub http_max_request_id_chars: usize,
+
+    /// Connections served above the cap for `/healthz` and `/readyz` only,
+    /// once every slot under it is busy, so that probes are answered
+    /// whoever holds the rest; at most [`MAX_PROBE_CONNECTIONS`], which the
+    /// descriptors kept out of the cap leave room for.
+    #[arg(
+        long,
+        env = "VITRINA_HTTP_PROBE_CONNECTIONS",
+        default_value_t = DEFAULT_PROBE_CONNECTIONS,
+        value_parser = clap::value_parser!(u32).range(1..=MAX_PROBE_CONNECTIONS as i64)
+    )]
+    pub http_probe_connections: u32,
 }
+
+/// Probe connections when `VITRINA_HTTP_PROBE_CONNECTIONS` is not set: a
+/// handful is enough, probes are short and come from a few load balancers.
+pub const DEFAULT_PROBE_CONNECTIONS: u32 = 8;
+
+/// The most probe connections that may be set: the open-file descriptors
+/// kept out of the connection cap (`server::connections::RESERVED_DESCRIPTORS`,
+/// 256) hold them besides the database pool, files and webhooks.
+pub const MAX_PROBE_CONNECTIONS: u32 = 64;
 
 impl Default for HttpConfig {
     fn default() -> Self {
@@ -462,6 +483,7 @@ impl Default for HttpConfig {
             shutdown_grace_secs: 30,
             snapshot_max_age_secs: 300,
             http_max_request_id_chars: DEFAULT_MAX_REQUEST_ID_CHARS,
+            http_probe_connections: DEFAULT_PROBE_CONNECTIONS,
         }
     }
 }
@@ -688,9 +710,18 @@ mod tests {
             "--graphql-max-batch=0",
             "--db-max-connections-per-request=0",
             "--db-max-connections-per-account=0",
+            "--http-probe-connections=0",
         ] {
             assert!(Serve::try_parse_from(["vitrina", flag]).is_err(), "{flag}");
         }
+    }
+
+    #[test]
+    fn probe_connections_stay_within_the_descriptors_kept_for_them() {
+        let most = format!("--http-probe-connections={MAX_PROBE_CONNECTIONS}");
+        assert!(Serve::try_parse_from(["vitrina", &most]).is_ok());
+        let over = format!("--http-probe-connections={}", MAX_PROBE_CONNECTIONS + 1);
+        assert!(Serve::try_parse_from(["vitrina", &over]).is_err());
     }
 
     #[test]
