@@ -84,6 +84,9 @@ pub struct ServeConfig {
 
     #[command(flatten)]
     pub sizes: SizeConfig,
+
+    #[command(flatten)]
+    pub lists: ListConfig,
 }
 
 /// The highest GraphQL complexity limit and fields limit that may be set:
@@ -599,6 +602,31 @@ impl SizeConfig {
     }
 }
 
+/// How many entries a list answer holds, however many the data has.
+#[derive(Debug, Clone, Args)]
+pub struct ListConfig {
+    /// Sellers one lookup returns (`/v1/sellers`, GraphQL `sellers`), by
+    /// marketplace then seller id; `X-Result-Truncated: true` says more
+    /// matched.
+    #[arg(long, env = "VITRINA_MAX_SELLERS_PER_LOOKUP", default_value_t = DEFAULT_MAX_SELLERS_PER_LOOKUP,
+        value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_sellers_per_lookup: u64,
+}
+
+/// Sellers a lookup returns when `VITRINA_MAX_SELLERS_PER_LOOKUP` is not
+/// set. One legal entity may sell under one TIN on all four marketplaces,
+/// with a few storefronts on each; more than this share an identifier only
+/// in odd or hostile data.
+pub const DEFAULT_MAX_SELLERS_PER_LOOKUP: u64 = 100;
+
+impl Default for ListConfig {
+    fn default() -> Self {
+        ListConfig {
+            max_sellers_per_lookup: DEFAULT_MAX_SELLERS_PER_LOOKUP,
+        }
+    }
+}
+
 /// Configured sizes of the per-account limits (see `limits`).
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -627,6 +655,7 @@ pub struct Settings {
     pub http: HttpConfig,
     pub redis: RedisConfig,
     pub sizes: SizeConfig,
+    pub lists: ListConfig,
 }
 
 impl ServeConfig {
@@ -642,6 +671,7 @@ impl ServeConfig {
             http: self.http.clone(),
             redis: self.redis.clone(),
             sizes: self.sizes.clone(),
+            lists: self.lists.clone(),
         }
     }
 
@@ -711,6 +741,7 @@ mod tests {
             "--db-max-connections-per-request=0",
             "--db-max-connections-per-account=0",
             "--http-probe-connections=0",
+            "--max-sellers-per-lookup=0",
         ] {
             assert!(Serve::try_parse_from(["vitrina", flag]).is_err(), "{flag}");
         }

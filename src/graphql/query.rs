@@ -106,8 +106,9 @@ impl QueryRoot {
     }
 
     /// Sellers matching every given identifying parameter, ordered by
-    /// marketplace then sellerId: at most 100; when more matched, the HTTP
-    /// response carries `X-Result-Truncated: true`. One TIN may sell on
+    /// marketplace then sellerId: at most the server's limit
+    /// (VITRINA_MAX_SELLERS_PER_LOOKUP, 100 by default); when more matched,
+    /// the HTTP response carries `X-Result-Truncated: true`. One TIN may sell on
     /// several marketplaces. The lookup counts the products of the sellers
     /// it finds: it costs what a seller's `productCount` does, once.
     #[graphql(complexity = "super::scan_price::sellers(child_complexity)")]
@@ -116,7 +117,10 @@ impl QueryRoot {
         ctx: &Context<'_>,
         lookup: SellerLookup,
     ) -> Result<Vec<Inline<Seller>>> {
-        let found = Reads::of(ctx).run(|db| sellers::find(db, &lookup)).await?;
+        let most = context::lists(ctx).max_sellers_per_lookup;
+        let found = Reads::of(ctx)
+            .run(|db| sellers::find(db, &lookup, most))
+            .await?;
         if found.truncated {
             ctx.insert_http_header(sellers::TRUNCATED_HEADER, "true");
         }

@@ -1,5 +1,6 @@
-//! `GET /sellers`: at most `MAX_SELLERS` sellers; `X-Result-Truncated`
-//! says whether more matched (the spec gives `/sellers` no `meta`).
+//! `GET /sellers`: at most `VITRINA_MAX_SELLERS_PER_LOOKUP` sellers;
+//! `X-Result-Truncated` says whether more matched (the spec gives
+//! `/sellers` no `meta`).
 
 use axum::Json;
 use axum::extract::State;
@@ -33,12 +34,13 @@ pub struct SellersQuery {
 }
 
 /// Sellers matching every given parameter, ordered by marketplace then seller_id:
-/// at most 100; `X-Result-Truncated` says whether more matched. One legal
+/// at most the server's limit (VITRINA_MAX_SELLERS_PER_LOOKUP, 100 by
+/// default); `X-Result-Truncated` says whether more matched. One legal
 /// entity can sell under one TIN on several marketplaces.
 #[utoipa::path(get, operation_id = "listSellers", path = "/sellers", tag = "sellers", params(SellersQuery),
     responses(
         (status = 200, body = SellerList, headers(
-            ("X-Result-Truncated" = String, description = "`true` when more than 100 sellers matched and only the first 100 are listed, else `false`."),
+            ("X-Result-Truncated" = String, description = "`true` when more sellers matched than the limit and only the first are listed, else `false`."),
         )),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 429, body = ErrorBody),
     ),
@@ -58,7 +60,8 @@ pub async fn find(
         )?,
         seller_id: q.seller_id,
     };
-    let found = sellers::find(&state.db, &lookup).await?;
+    let most = state.settings.lists.max_sellers_per_lookup;
+    let found = sellers::find(&state.db, &lookup, most).await?;
     let truncated = HeaderValue::from_static(if found.truncated { "true" } else { "false" });
     Ok((
         [(

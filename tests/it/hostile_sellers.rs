@@ -1,12 +1,13 @@
 //! Seller lookups cannot be turned into "every seller without a URL": a
 //! URL that normalizes to nothing is refused naming the parameter, a seller
 //! without a URL is stored as NULL (which no lookup matches), and a lookup
-//! returns at most `MAX_SELLERS`, saying when more matched.
+//! returns at most `VITRINA_MAX_SELLERS_PER_LOOKUP`, saying when more
+//! matched.
 
 use entity::{Marketplace, seller};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, IntoActiveModel, QueryFilter};
 use serde_json::{Value, json};
-use vitrina::query::sellers::MAX_SELLERS;
+use vitrina::config::{DEFAULT_MAX_SELLERS_PER_LOOKUP as MAX_SELLERS, ListConfig, Settings};
 
 use crate::fixtures::{insert_seller, seller};
 use crate::helpers::graphql::post;
@@ -225,4 +226,38 @@ async fn a_lookup_returns_at_most_max_sellers_and_says_when_more_matched() {
     assert_eq!(header(&response, "x-result-truncated"), Some("false"));
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["data"].as_array().unwrap().len() as u64, MAX_SELLERS);
+}
+
+#[tokio::test]
+async fn a_lookup_returns_at_most_the_configured_sellers() {
+    const MOST: u64 = 7;
+    let app = TestApp::spawn_with_settings(Settings {
+        lists: ListConfig {
+            max_sellers_per_lookup: MOST,
+        },
+        ..Settings::default()
+    })
+    .await;
+    let key = app.key("acme").await;
+    sharing_a_tin(&app, "7709999999", MOST + 1).await;
+    sharing_a_tin(&app, "7708888888", MOST).await;
+
+    let response = app.get_as(&key, "/v1/sellers?tin=7709999999").await;
+    assert_eq!(header(&response, "x-result-truncated"), Some("true"));
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["data"].as_array().unwrap().len() as u64, MOST);
+
+    let query = "{ sellers(lookup: { tin: \"7709999999\" }) { sellerId } }";
+    let response = crate::helpers::graphql::post_response(&app, &key, query).await;
+    assert_eq!(header(&response, "x-result-truncated"), Some("true"));
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(
+        body["data"]["sellers"].as_array().unwrap().len() as u64,
+        MOST
+    );
+
+    let response = app.get_as(&key, "/v1/sellers?tin=7708888888").await;
+    assert_eq!(header(&response, "x-result-truncated"), Some("false"));
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["data"].as_array().unwrap().len() as u64, MOST);
 }
