@@ -17,6 +17,7 @@ use super::reads::Reads;
 use super::seller::Seller;
 use super::session::Me;
 use crate::http::access;
+use crate::http::sized::TRUNCATED_HEADER;
 use crate::query::products::ProductFilter;
 use crate::query::sellers::SellerLookup;
 use crate::query::{QueryError, products, sellers, snapshots};
@@ -122,7 +123,7 @@ impl QueryRoot {
             .run(|db| sellers::find(db, &lookup, most))
             .await?;
         if found.truncated {
-            ctx.insert_http_header(sellers::TRUNCATED_HEADER, "true");
+            ctx.insert_http_header(TRUNCATED_HEADER, "true");
         }
         Ok(found
             .sellers

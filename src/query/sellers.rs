@@ -18,10 +18,6 @@ use uuid::Uuid;
 use super::{QueryError, check_texts, check_url};
 use crate::text;
 
-/// The response header both surfaces answer a lookup with over HTTP:
-/// `true` when more sellers matched than were returned.
-pub const TRUNCATED_HEADER: &str = "x-result-truncated";
-
 /// Identifying parameters of a seller lookup: at least one of tin; psrn; url;
 /// marketplace together with seller id. Every one given must match.
 #[derive(Debug, Clone, Default, async_graphql::InputObject)]

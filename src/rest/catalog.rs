@@ -1,6 +1,5 @@
 //! `GET /categories` and `GET /brands`: the latest daily snapshots.
 
-use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderName, HeaderValue, header};
 use entity::Marketplace;
@@ -9,6 +8,7 @@ use utoipa::IntoParams;
 
 use super::params::{Params, names, one_of};
 use crate::http::error::ErrorBody;
+use crate::http::sized::{self, Within};
 use crate::http::{ApiError, conditional};
 use crate::query::snapshots;
 use crate::state::AppState;
@@ -49,12 +49,12 @@ fn marketplace(value: Option<String>) -> Result<Option<Marketplace>, ApiError> {
 pub async fn categories(
     State(state): State<AppState>,
     Params(q): Params<MarketplaceQuery>,
-) -> Result<(Cached, Json<CategoryList>), ApiError> {
+) -> Result<(Cached, Within<CategoryList>), ApiError> {
     let marketplace = marketplace(q.marketplace)?
         .ok_or_else(|| ApiError::MissingParameter("marketplace is required".into()))?;
     let entries = snapshots::categories(&state.db, marketplace).await?;
     let data = entries.into_iter().map(CategoryItem::from).collect();
-    Ok((cached(&state), Json(CategoryList { data })))
+    Ok((cached(&state), sized::within(&state, CategoryList { data })))
 }
 
 /// Brands of one marketplace, or of all marketplaces without the parameter
@@ -69,8 +69,8 @@ pub async fn categories(
 pub async fn brands(
     State(state): State<AppState>,
     Params(q): Params<MarketplaceQuery>,
-) -> Result<(Cached, Json<BrandList>), ApiError> {
+) -> Result<(Cached, Within<BrandList>), ApiError> {
     let entries = snapshots::brands(&state.db, marketplace(q.marketplace)?).await?;
     let data = entries.into_iter().map(BrandItem::from).collect();
-    Ok((cached(&state), Json(BrandList { data })))
+    Ok((cached(&state), sized::within(&state, BrandList { data })))
 }

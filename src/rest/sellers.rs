@@ -2,7 +2,6 @@
 //! `X-Result-Truncated` says whether more matched (the spec gives
 //! `/sellers` no `meta`).
 
-use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderName, HeaderValue};
 use entity::Marketplace;
@@ -12,6 +11,7 @@ use utoipa::IntoParams;
 use super::params::{Params, names, one_of};
 use crate::http::ApiError;
 use crate::http::error::ErrorBody;
+use crate::http::sized::{self, Within};
 use crate::query::sellers::{self, SellerLookup};
 use crate::state::AppState;
 use crate::views::{Seller, SellerList};
@@ -48,7 +48,7 @@ pub struct SellersQuery {
 pub async fn find(
     State(state): State<AppState>,
     Params(q): Params<SellersQuery>,
-) -> Result<([(HeaderName, HeaderValue); 1], Json<SellerList>), ApiError> {
+) -> Result<([(HeaderName, HeaderValue); 1], Within<SellerList>), ApiError> {
     let lookup = SellerLookup {
         tin: q.tin,
         psrn: q.psrn,
@@ -62,14 +62,11 @@ pub async fn find(
     };
     let most = state.settings.lists.max_sellers_per_lookup;
     let found = sellers::find(&state.db, &lookup, most).await?;
-    let truncated = HeaderValue::from_static(if found.truncated { "true" } else { "false" });
+    let body = SellerList {
+        data: found.sellers.into_iter().map(Seller::from).collect(),
+    };
     Ok((
-        [(
-            HeaderName::from_static(sellers::TRUNCATED_HEADER),
-            truncated,
-        )],
-        Json(SellerList {
-            data: found.sellers.into_iter().map(Seller::from).collect(),
-        }),
+        [sized::truncated(found.truncated)],
+        sized::within(&state, body),
     ))
 }
