@@ -602,9 +602,20 @@ impl SizeConfig {
     }
 }
 
-/// How many entries a list answer holds, however many the data has.
+/// How many entries a list answer holds, however many the data has: the
+/// lists of the daily snapshots, which one tenant's uploads can fill with
+/// ever new category paths and brands, and a seller lookup.
 #[derive(Debug, Clone, Args)]
 pub struct ListConfig {
+    /// Entries each list of the daily snapshot keeps (the categories of a
+    /// marketplace, the brands of one or of all): those with the most
+    /// products, in the lists' order, and no more than fit in one answer
+    /// (`--max-response-mb`); `/v1/categories` and `/v1/brands` say
+    /// `X-Result-Truncated: true` when some were left out.
+    #[arg(long, env = "VITRINA_SNAPSHOT_MAX_ENTRIES", default_value_t = DEFAULT_SNAPSHOT_MAX_ENTRIES,
+        value_parser = clap::value_parser!(u64).range(1..))]
+    pub snapshot_max_entries: u64,
+
     /// Sellers one lookup returns (`/v1/sellers`, GraphQL `sellers`), by
     /// marketplace then seller id; `X-Result-Truncated: true` says more
     /// matched.
@@ -612,6 +623,15 @@ pub struct ListConfig {
         value_parser = clap::value_parser!(u64).range(1..))]
     pub max_sellers_per_lookup: u64,
 }
+
+/// Entries a snapshot list keeps when `VITRINA_SNAPSHOT_MAX_ENTRIES` is not
+/// set. A marketplace's category tree, as its products show it, has some
+/// thousands of paths, and the brands a client picks from are those with
+/// the most products: 10,000 keeps them, and at a typical entry (a path or
+/// brand of some 100 bytes) takes about 1 MB of the 16 MiB an answer may
+/// hold; one day's snapshot is at most 9 lists of 10,000 rows, whatever
+/// the uploads.
+pub const DEFAULT_SNAPSHOT_MAX_ENTRIES: u64 = 10_000;
 
 /// Sellers a lookup returns when `VITRINA_MAX_SELLERS_PER_LOOKUP` is not
 /// set. One legal entity may sell under one TIN on all four marketplaces,
@@ -622,6 +642,7 @@ pub const DEFAULT_MAX_SELLERS_PER_LOOKUP: u64 = 100;
 impl Default for ListConfig {
     fn default() -> Self {
         ListConfig {
+            snapshot_max_entries: DEFAULT_SNAPSHOT_MAX_ENTRIES,
             max_sellers_per_lookup: DEFAULT_MAX_SELLERS_PER_LOOKUP,
         }
     }
@@ -741,6 +762,7 @@ mod tests {
             "--db-max-connections-per-request=0",
             "--db-max-connections-per-account=0",
             "--http-probe-connections=0",
+            "--snapshot-max-entries=0",
             "--max-sellers-per-lookup=0",
         ] {
             assert!(Serve::try_parse_from(["vitrina", flag]).is_err(), "{flag}");

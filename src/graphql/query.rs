@@ -20,7 +20,8 @@ use crate::http::access;
 use crate::http::sized::TRUNCATED_HEADER;
 use crate::query::products::ProductFilter;
 use crate::query::sellers::SellerLookup;
-use crate::query::{QueryError, products, sellers, snapshots};
+use crate::query::snapshots::{self, Bounds, Listed};
+use crate::query::{QueryError, products, sellers};
 use crate::views::{Allowance, BrandItem, CategoryItem};
 
 pub struct QueryRoot;
@@ -133,31 +134,49 @@ impl QueryRoot {
     }
 
     /// Categories of one marketplace from the latest daily snapshot (may lag
-    /// same-day scrapes by up to 24 hours), by productCount desc then path.
+    /// same-day scrapes by up to 24 hours), by productCount desc then path:
+    /// the first, as many as the snapshot keeps (VITRINA_SNAPSHOT_MAX_ENTRIES,
+    /// 10,000 by default) and the answer's size limit leaves room for; when
+    /// some are left out, the HTTP response carries `X-Result-Truncated: true`.
     async fn categories(
         &self,
         ctx: &Context<'_>,
         marketplace: Marketplace,
     ) -> Result<Vec<CategoryItem>> {
-        let entries = Reads::of(ctx)
-            .run(|db| snapshots::categories(db, marketplace))
+        let reads = Reads::of(ctx);
+        let bounds = Bounds {
+            max_entries: context::lists(ctx).snapshot_max_entries,
+            budget: reads.budget(),
+            size_of: CategoryItem::listed_len,
+        };
+        let listed = reads
+            .run(|db| snapshots::categories(db, marketplace, &bounds))
             .await
             .map_err(QueryError::from)?;
-        Ok(entries.into_iter().map(Into::into).collect())
+        Ok(shown(ctx, listed))
     }
 
     /// Brands of one marketplace, or of all marketplaces without it, from the
-    /// latest daily snapshot, by productCount desc then brand.
+    /// latest daily snapshot, by productCount desc then brand: the first, as
+    /// many as the snapshot keeps (VITRINA_SNAPSHOT_MAX_ENTRIES, 10,000 by
+    /// default) and the answer's size limit leaves room for; when some are
+    /// left out, the HTTP response carries `X-Result-Truncated: true`.
     async fn brands(
         &self,
         ctx: &Context<'_>,
         marketplace: Option<Marketplace>,
     ) -> Result<Vec<BrandItem>> {
-        let entries = Reads::of(ctx)
-            .run(|db| snapshots::brands(db, marketplace))
+        let reads = Reads::of(ctx);
+        let bounds = Bounds {
+            max_entries: context::lists(ctx).snapshot_max_entries,
+            budget: reads.budget(),
+            size_of: BrandItem::listed_len,
+        };
+        let listed = reads
+            .run(|db| snapshots::brands(db, marketplace, &bounds))
             .await
             .map_err(QueryError::from)?;
-        Ok(entries.into_iter().map(Into::into).collect())
+        Ok(shown(ctx, listed))
     }
 
     /// The calling account and its own scrape sessions.
@@ -194,4 +213,13 @@ impl QueryRoot {
     async fn nodes(&self, ctx: &Context<'_>, ids: Vec<ID>) -> Result<Vec<Found>> {
         node::fetch(ctx, &ids).await
     }
+}
+
+/// The entries a snapshot list shows; a cut list says so over HTTP, as a
+/// seller lookup does.
+fn shown<E, T: From<E>>(ctx: &Context<'_>, listed: Listed<E>) -> Vec<T> {
+    if listed.truncated {
+        ctx.insert_http_header(TRUNCATED_HEADER, "true");
+    }
+    listed.entries.into_iter().map(T::from).collect()
 }

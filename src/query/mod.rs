@@ -9,6 +9,7 @@ pub mod budget;
 pub mod children;
 pub mod estimate;
 pub mod keyset;
+pub mod leading;
 pub mod order;
 pub mod prices;
 pub mod products;

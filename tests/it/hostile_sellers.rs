@@ -234,6 +234,7 @@ async fn a_lookup_returns_at_most_the_configured_sellers() {
     let app = TestApp::spawn_with_settings(Settings {
         lists: ListConfig {
             max_sellers_per_lookup: MOST,
+            ..ListConfig::default()
         },
         ..Settings::default()
     })
