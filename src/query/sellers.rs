@@ -122,7 +122,7 @@ pub async fn find(
         .filter(lookup.condition())
         .order_by_asc(seller::Column::Marketplace)
         .order_by_asc(seller::Column::SellerId)
-        .limit(most.saturating_add(1))
+        .limit(super::one_past(most))
         .all(db)
         .await?;
     let truncated = sellers.len() as u64 > most;

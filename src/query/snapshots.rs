@@ -210,7 +210,7 @@ where
     T: Counted,
 {
     let mut listed = Listed::default();
-    let rows = rows.limit(bounds.max_entries.saturating_add(1));
+    let rows = rows.limit(super::one_past(bounds.max_entries));
     let mut rows = std::pin::pin!(rows.stream(db).await?);
     let mut group: Option<(i64, Leading<T>)> = None;
     while let Some(row) = rows.try_next().await? {

@@ -305,3 +305,27 @@ async fn a_snapshot_is_read_within_the_current_entry_limit_in_order() {
     assert_eq!(whole.truncated.as_deref(), Some("false"));
     assert_eq!(whole.data, categories);
 }
+
+#[tokio::test]
+async fn the_largest_entry_limits_that_can_be_set_still_read() {
+    let app = TestApp::spawn_with_settings(Settings {
+        lists: ListConfig {
+            snapshot_max_entries: u64::MAX,
+            max_sellers_per_lookup: u64::MAX,
+        },
+        ..Settings::default()
+    })
+    .await;
+    let key = app.key("acme").await;
+    send(&app, &key, vec![item("1")]).await;
+    app.jobs().tick().await.expect("tick");
+    for path in [
+        "/v1/categories?marketplace=ozon",
+        "/v1/brands",
+        "/v1/sellers?tin=7701234567",
+    ] {
+        let answer = list(&app, &key, path).await;
+        assert_eq!(answer.data.len(), 1, "{path}");
+        assert_eq!(answer.truncated.as_deref(), Some("false"), "{path}");
+    }
+}
