@@ -143,13 +143,8 @@ impl QueryRoot {
         ctx: &Context<'_>,
         marketplace: Marketplace,
     ) -> Result<Vec<CategoryItem>> {
-        let reads = Reads::of(ctx);
-        let bounds = Bounds {
-            max_entries: context::lists(ctx).snapshot_max_entries,
-            budget: reads.budget(),
-            size_of: CategoryItem::listed_len,
-        };
-        let listed = reads
+        let bounds = list_bounds(ctx, CategoryItem::listed_len);
+        let listed = Reads::of(ctx)
             .run(|db| snapshots::categories(db, marketplace, &bounds))
             .await
             .map_err(QueryError::from)?;
@@ -166,13 +161,8 @@ impl QueryRoot {
         ctx: &Context<'_>,
         marketplace: Option<Marketplace>,
     ) -> Result<Vec<BrandItem>> {
-        let reads = Reads::of(ctx);
-        let bounds = Bounds {
-            max_entries: context::lists(ctx).snapshot_max_entries,
-            budget: reads.budget(),
-            size_of: BrandItem::listed_len,
-        };
-        let listed = reads
+        let bounds = list_bounds(ctx, BrandItem::listed_len);
+        let listed = Reads::of(ctx)
             .run(|db| snapshots::brands(db, marketplace, &bounds))
             .await
             .map_err(QueryError::from)?;
@@ -212,6 +202,15 @@ impl QueryRoot {
     #[graphql(complexity = "node::nodes_cost(ids.len(), child_complexity)")]
     async fn nodes(&self, ctx: &Context<'_>, ids: Vec<ID>) -> Result<Vec<Found>> {
         node::fetch(ctx, &ids).await
+    }
+}
+
+/// How much of a snapshot list the answer of `ctx`'s request takes.
+fn list_bounds<'a, T>(ctx: &Context<'a>, size_of: fn(&T) -> u64) -> Bounds<'a, T> {
+    Bounds {
+        max_entries: context::lists(ctx).snapshot_max_entries,
+        budget: Reads::of(ctx).budget(),
+        size_of,
     }
 }
 

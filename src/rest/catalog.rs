@@ -44,6 +44,20 @@ fn list_budget(state: &AppState) -> ResponseBudget {
     budget
 }
 
+/// How much of a snapshot list an answer takes: `budget`, and the entries
+/// a list may hold.
+fn list_bounds<'a, T>(
+    state: &AppState,
+    budget: &'a ResponseBudget,
+    size_of: fn(&T) -> u64,
+) -> Bounds<'a, T> {
+    Bounds {
+        max_entries: state.settings.lists.snapshot_max_entries,
+        budget,
+        size_of,
+    }
+}
+
 fn marketplace(value: Option<String>) -> Result<Option<Marketplace>, ApiError> {
     one_of(
         "marketplace",
@@ -75,11 +89,7 @@ pub async fn categories(
     let marketplace = marketplace(q.marketplace)?
         .ok_or_else(|| ApiError::MissingParameter("marketplace is required".into()))?;
     let budget = list_budget(&state);
-    let bounds = Bounds {
-        max_entries: state.settings.lists.snapshot_max_entries,
-        budget: &budget,
-        size_of: CategoryItem::listed_len,
-    };
+    let bounds = list_bounds(&state, &budget, CategoryItem::listed_len);
     let listed = snapshots::categories(&state.db, marketplace, &bounds).await?;
     let data = listed.entries.into_iter().map(CategoryItem::from).collect();
     let body = sized::within(&state, CategoryList { data });
@@ -108,11 +118,7 @@ pub async fn brands(
 ) -> Result<(Headers, Within<BrandList>), ApiError> {
     let marketplace = marketplace(q.marketplace)?;
     let budget = list_budget(&state);
-    let bounds = Bounds {
-        max_entries: state.settings.lists.snapshot_max_entries,
-        budget: &budget,
-        size_of: BrandItem::listed_len,
-    };
+    let bounds = list_bounds(&state, &budget, BrandItem::listed_len);
     let listed = snapshots::brands(&state.db, marketplace, &bounds).await?;
     let data = listed.entries.into_iter().map(BrandItem::from).collect();
     let body = sized::within(&state, BrandList { data });
