@@ -84,6 +84,9 @@ pub struct ServeConfig {
 
     #[command(flatten)]
     pub sizes: SizeConfig,
+
+    #[command(flatten)]
+    pub lists: ListConfig,
 }
 
 /// The highest GraphQL complexity limit and fields limit that may be set:
@@ -448,7 +451,28 @@ pub struct HttpConfig {
         default_value_t = DEFAULT_MAX_REQUEST_ID_CHARS
     )]
     pub http_max_request_id_chars: usize,
+
+    /// Connections served above the cap for `/healthz` and `/readyz` only,
+    /// once every slot under it is busy, so that probes are answered
+    /// whoever holds the rest; at most [`MAX_PROBE_CONNECTIONS`], which the
+    /// descriptors kept out of the cap leave room for.
+    #[arg(
+        long,
+        env = "VITRINA_HTTP_PROBE_CONNECTIONS",
+        default_value_t = DEFAULT_PROBE_CONNECTIONS,
+        value_parser = clap::value_parser!(u32).range(1..=MAX_PROBE_CONNECTIONS as i64)
+    )]
+    pub http_probe_connections: u32,
 }
+
+/// Probe connections when `VITRINA_HTTP_PROBE_CONNECTIONS` is not set: a
+/// handful is enough, probes are short and come from a few load balancers.
+pub const DEFAULT_PROBE_CONNECTIONS: u32 = 8;
+
+/// The most probe connections that may be set: the open-file descriptors
+/// kept out of the connection cap (`server::connections::RESERVED_DESCRIPTORS`,
+/// 256) hold them besides the database pool, files and webhooks.
+pub const MAX_PROBE_CONNECTIONS: u32 = 64;
 
 impl Default for HttpConfig {
     fn default() -> Self {
@@ -462,6 +486,7 @@ impl Default for HttpConfig {
             shutdown_grace_secs: 30,
             snapshot_max_age_secs: 300,
             http_max_request_id_chars: DEFAULT_MAX_REQUEST_ID_CHARS,
+            http_probe_connections: DEFAULT_PROBE_CONNECTIONS,
         }
     }
 }
@@ -577,6 +602,52 @@ impl SizeConfig {
     }
 }
 
+/// How many entries a list answer holds, however many the data has: the
+/// lists of the daily snapshots, which one tenant's uploads can fill with
+/// ever new category paths and brands, and a seller lookup.
+#[derive(Debug, Clone, Args)]
+pub struct ListConfig {
+    /// Entries each list of the daily snapshot keeps (the categories of a
+    /// marketplace, the brands of one or of all): those with the most
+    /// products, in the lists' order, and no more than fit in one answer
+    /// (`--max-response-mb`); `/v1/categories` and `/v1/brands` say
+    /// `X-Result-Truncated: true` when some were left out.
+    #[arg(long, env = "VITRINA_SNAPSHOT_MAX_ENTRIES", default_value_t = DEFAULT_SNAPSHOT_MAX_ENTRIES,
+        value_parser = clap::value_parser!(u64).range(1..))]
+    pub snapshot_max_entries: u64,
+
+    /// Sellers one lookup returns (`/v1/sellers`, GraphQL `sellers`), by
+    /// marketplace then seller id; `X-Result-Truncated: true` says more
+    /// matched.
+    #[arg(long, env = "VITRINA_MAX_SELLERS_PER_LOOKUP", default_value_t = DEFAULT_MAX_SELLERS_PER_LOOKUP,
+        value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_sellers_per_lookup: u64,
+}
+
+/// Entries a snapshot list keeps when `VITRINA_SNAPSHOT_MAX_ENTRIES` is not
+/// set. A marketplace's category tree, as its products show it, has some
+/// thousands of paths, and the brands a client picks from are those with
+/// the most products: 10,000 keeps them, and at a typical entry (a path or
+/// brand of some 100 bytes) takes about 1 MB of the 16 MiB an answer may
+/// hold; one day's snapshot is at most 9 lists of 10,000 rows, whatever
+/// the uploads.
+pub const DEFAULT_SNAPSHOT_MAX_ENTRIES: u64 = 10_000;
+
+/// Sellers a lookup returns when `VITRINA_MAX_SELLERS_PER_LOOKUP` is not
+/// set. One legal entity may sell under one TIN on all four marketplaces,
+/// with a few storefronts on each; more than this share an identifier only
+/// in odd or hostile data.
+pub const DEFAULT_MAX_SELLERS_PER_LOOKUP: u64 = 100;
+
+impl Default for ListConfig {
+    fn default() -> Self {
+        ListConfig {
+            snapshot_max_entries: DEFAULT_SNAPSHOT_MAX_ENTRIES,
+            max_sellers_per_lookup: DEFAULT_MAX_SELLERS_PER_LOOKUP,
+        }
+    }
+}
+
 /// Configured sizes of the per-account limits (see `limits`).
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -605,6 +676,7 @@ pub struct Settings {
     pub http: HttpConfig,
     pub redis: RedisConfig,
     pub sizes: SizeConfig,
+    pub lists: ListConfig,
 }
 
 impl ServeConfig {
@@ -620,6 +692,7 @@ impl ServeConfig {
             http: self.http.clone(),
             redis: self.redis.clone(),
             sizes: self.sizes.clone(),
+            lists: self.lists.clone(),
         }
     }
 
@@ -688,9 +761,20 @@ mod tests {
             "--graphql-max-batch=0",
             "--db-max-connections-per-request=0",
             "--db-max-connections-per-account=0",
+            "--http-probe-connections=0",
+            "--snapshot-max-entries=0",
+            "--max-sellers-per-lookup=0",
         ] {
             assert!(Serve::try_parse_from(["vitrina", flag]).is_err(), "{flag}");
         }
+    }
+
+    #[test]
+    fn probe_connections_stay_within_the_descriptors_kept_for_them() {
+        let most = format!("--http-probe-connections={MAX_PROBE_CONNECTIONS}");
+        assert!(Serve::try_parse_from(["vitrina", &most]).is_ok());
+        let over = format!("--http-probe-connections={}", MAX_PROBE_CONNECTIONS + 1);
+        assert!(Serve::try_parse_from(["vitrina", &over]).is_err());
     }
 
     #[test]

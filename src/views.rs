@@ -436,6 +436,32 @@ impl From<BrandEntry> for BrandItem {
     }
 }
 
+// The sizes of the snapshot lists as REST v1 writes them: the snapshot job
+// keeps, and every read takes, only the entries that fit in one answer,
+// counted the same way.
+
+impl CategoryItem {
+    /// Bytes `entry` adds to a `GET /categories` answer: its JSON and the
+    /// comma after it.
+    pub fn listed_len(entry: &CategoryEntry) -> u64 {
+        size::json_len(&CategoryItem::from(entry.clone())) + 1
+    }
+}
+
+impl BrandItem {
+    /// Bytes `entry` adds to a `GET /brands` answer: its JSON and the comma
+    /// after it.
+    pub fn listed_len(entry: &BrandEntry) -> u64 {
+        size::json_len(&BrandItem::from(entry.clone())) + 1
+    }
+}
+
+/// Bytes of a `GET /categories` or `GET /brands` answer besides its
+/// entries: `{"data":[]}`.
+pub fn list_envelope_len() -> u64 {
+    size::json_len(&CategoryList { data: Vec::new() })
+}
+
 /// What the scraper said about the call.
 #[derive(Debug, Clone, Serialize, ToSchema, SimpleObject)]
 #[serde(deny_unknown_fields)]
@@ -630,5 +656,34 @@ mod tests {
             &[Special::Id],
         );
         every_column_shown::<Translation, product_translation::Entity>(Translated::ProductId, &[]);
+    }
+
+    /// What the snapshot lists count for an answer is at least what it
+    /// takes, written.
+    #[test]
+    fn a_list_answer_takes_no_more_than_its_entries_counted() {
+        let paths = [vec![], vec!["Дом".to_owned(), "\"\\\u{1}".to_owned()]];
+        let entries: Vec<CategoryEntry> = paths
+            .into_iter()
+            .map(|category_path| CategoryEntry {
+                category_path,
+                product_count: 7,
+            })
+            .collect();
+        let counted: u64 =
+            list_envelope_len() + entries.iter().map(CategoryItem::listed_len).sum::<u64>();
+        let data = entries.into_iter().map(CategoryItem::from).collect();
+        let written = serde_json::to_vec(&CategoryList { data }).unwrap().len() as u64;
+        assert_eq!(counted, written + 1, "one comma fewer than entries");
+
+        let brand = BrandEntry {
+            brand: "Чайник \"Vitrina\"".into(),
+            product_count: 1,
+        };
+        let counted = list_envelope_len() + BrandItem::listed_len(&brand);
+        let one = BrandList {
+            data: vec![brand.into()],
+        };
+        assert_eq!(counted, serde_json::to_vec(&one).unwrap().len() as u64 + 1);
     }
 }

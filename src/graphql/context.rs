@@ -12,6 +12,7 @@ use super::loaders::Loaders;
 use super::pool_share::{PoolShares, SharedConnection};
 use super::reads::{Boxed, Reads};
 use crate::accounts::Caller;
+use crate::config::ListConfig;
 use crate::http::{ApiError, access, sized};
 use crate::limits::RateDecision;
 use crate::query::budget::ResponseBudget;
@@ -85,6 +86,11 @@ impl RequestData {
 /// The caller of the request `ctx` belongs to.
 pub(super) fn caller<'a>(ctx: &Context<'a>) -> &'a Caller {
     &data(ctx).caller
+}
+
+/// How many entries the lists of the server hold.
+pub(super) fn lists<'a>(ctx: &Context<'a>) -> &'a ListConfig {
+    &data(ctx).state.settings.lists
 }
 
 /// The database and the loaders of the request `ctx` belongs to.

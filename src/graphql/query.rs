@@ -17,9 +17,11 @@ use super::reads::Reads;
 use super::seller::Seller;
 use super::session::Me;
 use crate::http::access;
+use crate::http::sized::TRUNCATED_HEADER;
 use crate::query::products::ProductFilter;
 use crate::query::sellers::SellerLookup;
-use crate::query::{QueryError, products, sellers, snapshots};
+use crate::query::snapshots::{self, Bounds, Listed};
+use crate::query::{QueryError, products, sellers};
 use crate::views::{Allowance, BrandItem, CategoryItem};
 
 pub struct QueryRoot;
@@ -106,8 +108,9 @@ impl QueryRoot {
     }
 
     /// Sellers matching every given identifying parameter, ordered by
-    /// marketplace then sellerId: at most 100; when more matched, the HTTP
-    /// response carries `X-Result-Truncated: true`. One TIN may sell on
+    /// marketplace then sellerId: at most the server's limit
+    /// (VITRINA_MAX_SELLERS_PER_LOOKUP, 100 by default); when more matched,
+    /// the HTTP response carries `X-Result-Truncated: true`. One TIN may sell on
     /// several marketplaces. The lookup counts the products of the sellers
     /// it finds: it costs what a seller's `productCount` does, once.
     #[graphql(complexity = "super::scan_price::sellers(child_complexity)")]
@@ -116,9 +119,12 @@ impl QueryRoot {
         ctx: &Context<'_>,
         lookup: SellerLookup,
     ) -> Result<Vec<Inline<Seller>>> {
-        let found = Reads::of(ctx).run(|db| sellers::find(db, &lookup)).await?;
+        let most = context::lists(ctx).max_sellers_per_lookup;
+        let found = Reads::of(ctx)
+            .run(|db| sellers::find(db, &lookup, most))
+            .await?;
         if found.truncated {
-            ctx.insert_http_header(sellers::TRUNCATED_HEADER, "true");
+            ctx.insert_http_header(TRUNCATED_HEADER, "true");
         }
         Ok(found
             .sellers
@@ -128,31 +134,39 @@ impl QueryRoot {
     }
 
     /// Categories of one marketplace from the latest daily snapshot (may lag
-    /// same-day scrapes by up to 24 hours), by productCount desc then path.
+    /// same-day scrapes by up to 24 hours), by productCount desc then path:
+    /// the first, as many as the snapshot keeps (VITRINA_SNAPSHOT_MAX_ENTRIES,
+    /// 10,000 by default) and the answer's size limit leaves room for; when
+    /// some are left out, the HTTP response carries `X-Result-Truncated: true`.
     async fn categories(
         &self,
         ctx: &Context<'_>,
         marketplace: Marketplace,
     ) -> Result<Vec<CategoryItem>> {
-        let entries = Reads::of(ctx)
-            .run(|db| snapshots::categories(db, marketplace))
+        let bounds = list_bounds(ctx, CategoryItem::listed_len);
+        let listed = Reads::of(ctx)
+            .run(|db| snapshots::categories(db, marketplace, &bounds))
             .await
             .map_err(QueryError::from)?;
-        Ok(entries.into_iter().map(Into::into).collect())
+        Ok(shown(ctx, listed))
     }
 
     /// Brands of one marketplace, or of all marketplaces without it, from the
-    /// latest daily snapshot, by productCount desc then brand.
+    /// latest daily snapshot, by productCount desc then brand: the first, as
+    /// many as the snapshot keeps (VITRINA_SNAPSHOT_MAX_ENTRIES, 10,000 by
+    /// default) and the answer's size limit leaves room for; when some are
+    /// left out, the HTTP response carries `X-Result-Truncated: true`.
     async fn brands(
         &self,
         ctx: &Context<'_>,
         marketplace: Option<Marketplace>,
     ) -> Result<Vec<BrandItem>> {
-        let entries = Reads::of(ctx)
-            .run(|db| snapshots::brands(db, marketplace))
+        let bounds = list_bounds(ctx, BrandItem::listed_len);
+        let listed = Reads::of(ctx)
+            .run(|db| snapshots::brands(db, marketplace, &bounds))
             .await
             .map_err(QueryError::from)?;
-        Ok(entries.into_iter().map(Into::into).collect())
+        Ok(shown(ctx, listed))
     }
 
     /// The calling account and its own scrape sessions.
@@ -189,4 +203,22 @@ impl QueryRoot {
     async fn nodes(&self, ctx: &Context<'_>, ids: Vec<ID>) -> Result<Vec<Found>> {
         node::fetch(ctx, &ids).await
     }
+}
+
+/// How much of a snapshot list the answer of `ctx`'s request takes.
+fn list_bounds<'a, T>(ctx: &Context<'a>, size_of: fn(&T) -> u64) -> Bounds<'a, T> {
+    Bounds {
+        max_entries: context::lists(ctx).snapshot_max_entries,
+        budget: Reads::of(ctx).budget(),
+        size_of,
+    }
+}
+
+/// The entries a snapshot list shows; a cut list says so over HTTP, as a
+/// seller lookup does.
+fn shown<E, T: From<E>>(ctx: &Context<'_>, listed: Listed<E>) -> Vec<T> {
+    if listed.truncated {
+        ctx.insert_http_header(TRUNCATED_HEADER, "true");
+    }
+    listed.entries.into_iter().map(T::from).collect()
 }

@@ -25,6 +25,8 @@ pub struct Jobs {
     pub clock: crate::clock::SharedClock,
     pub merge: MergeSettings,
     pub retention: TimeDelta,
+    /// How much of each list a snapshot keeps.
+    pub snapshots: snapshots::Kept,
     pub sender: Sender,
     pub events: SessionEvents,
     /// Merge batches a database fault cut short and this worker could not
@@ -86,6 +88,7 @@ impl Jobs {
                 max_product_bytes: settings.sizes.max_product_bytes(),
             },
             retention: TimeDelta::days(jobs.retention_days as i64),
+            snapshots: snapshots::Kept::of(settings),
             sender,
             events,
             unreturned: Unreturned::default(),
@@ -120,7 +123,7 @@ impl Jobs {
         Ok(TickReport {
             merge,
             deliveries: crate::webhooks::deliver_due(&self.db, clock, &self.sender).await?,
-            snapshot_made: snapshots::ensure_today(&self.db, clock.now()).await?,
+            snapshot_made: snapshots::ensure_today(&self.db, clock.now(), self.snapshots).await?,
             purged: retention::purge(&self.db, clock.now(), self.retention).await?,
         })
     }

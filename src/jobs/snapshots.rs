@@ -4,19 +4,74 @@
 //! replaces any earlier snapshot of the same day. Categories are counted per
 //! marketplace by default-language path (the empty path is an entry of its
 //! own); brands per marketplace and across all marketplaces, one entry per
-//! case-folded brand.
+//! case-folded brand, shown in its smallest spelling (by bytes).
+//!
+//! The products hold as many distinct paths and brands as uploads bring,
+//! and one tenant can bring ever new ones, so each list is bounded: it
+//! keeps its start in the lists' order (`query::snapshots`), at most
+//! `VITRINA_SNAPSHOT_MAX_ENTRIES` entries and no more than one answer of
+//! `VITRINA_MAX_RESPONSE_MB` holds as REST writes it, followed by a row
+//! counted [`CUT`] when entries were left out. Each list comes from a
+//! grouped statement of its own, whose rows are read one at a time into a
+//! [`Leading`] set, and is written before the next one is read: the job
+//! holds the start of one list and one row, never every distinct path.
+//! The rows of a list are written in its order, so their ids follow it.
 
-use crate::db::insert_batched;
 use chrono::{DateTime, NaiveDate, Utc};
 use entity::{Marketplace, StringList, brand_snapshot, category_snapshot, product};
+use futures_util::{Stream, TryStreamExt};
+use sea_orm::sea_query::{Expr, SimpleExpr};
 use sea_orm::{
-    ColumnTrait, DbErr, EntityTrait, ExprTrait, QueryFilter, QuerySelect, TransactionSession,
-    TransactionTrait, sea_query::Expr,
+    ColumnTrait, ConnectionTrait, DatabaseConnection, DbBackend, DbErr, EntityTrait, ExprTrait,
+    QueryFilter, QuerySelect, Select, StreamTrait, TransactionTrait,
 };
 
-/// Computes the snapshots of `day` from the current products, in one transaction.
+use crate::config::Settings;
+use crate::db::insert_batched;
+use crate::query::leading::Leading;
+use crate::query::snapshots::{BrandEntry, CUT, CategoryEntry};
+use crate::views::{BrandItem, CategoryItem, list_envelope_len};
+
+/// How much of each list a snapshot keeps.
+#[derive(Debug, Clone, Copy)]
+pub struct Kept {
+    /// Entries at most (`VITRINA_SNAPSHOT_MAX_ENTRIES`).
+    pub max_entries: u64,
+    /// Bytes of one answer (`VITRINA_MAX_RESPONSE_MB`): entries that would
+    /// not fit in it are never shown, so they are not kept.
+    pub answer_bytes: u64,
+}
+
+impl Kept {
+    pub fn of(settings: &Settings) -> Self {
+        Kept {
+            max_entries: settings.lists.snapshot_max_entries,
+            answer_bytes: settings.sizes.max_response_bytes(),
+        }
+    }
+
+    /// A list's start within these bounds.
+    fn leading<T: Ord>(&self) -> Leading<T> {
+        let entries_bytes = self.answer_bytes.saturating_sub(list_envelope_len());
+        Leading::new(self.max_entries, entries_bytes)
+    }
+}
+
+/// Computes the snapshots of `day` from the current products, in one
+/// transaction, keeping of each list what the default settings keep (the
+/// demo data's snapshot).
+pub async fn compute(db: &DatabaseConnection, day: NaiveDate) -> Result<(), DbErr> {
+    compute_within(db, day, Kept::of(&Settings::default())).await
+}
+
+/// Computes the snapshots of `day` from the current products, in one
+/// transaction, keeping of each list what `kept` allows.
 #[tracing::instrument(skip_all, fields(%day))]
-pub async fn compute(db: &impl TransactionTrait, day: NaiveDate) -> Result<(), DbErr> {
+pub async fn compute_within(
+    db: &DatabaseConnection,
+    day: NaiveDate,
+    kept: Kept,
+) -> Result<(), DbErr> {
     let txn = db.begin().await?;
     category_snapshot::Entity::delete_many()
         .filter(category_snapshot::Column::SnapshotDate.eq(day))
@@ -26,76 +81,149 @@ pub async fn compute(db: &impl TransactionTrait, day: NaiveDate) -> Result<(), D
         .filter(brand_snapshot::Column::SnapshotDate.eq(day))
         .exec(&txn)
         .await?;
+    for &marketplace in Marketplace::ALL {
+        let list = categories(&txn, marketplace, kept).await?;
+        let rows = with_cut(list, |entry| category_snapshot::ActiveModel {
+            snapshot_date: sea_orm::Set(day),
+            marketplace: sea_orm::Set(marketplace),
+            category_path: sea_orm::Set(StringList(entry.category_path)),
+            product_count: sea_orm::Set(entry.product_count),
+            ..Default::default()
+        });
+        insert_batched(&txn, rows).await?;
+    }
+    let scopes = Marketplace::ALL.iter().copied().map(Some).chain([None]);
+    for marketplace in scopes {
+        let list = brands(&txn, marketplace, kept).await?;
+        let rows = with_cut(list, |entry| brand_snapshot::ActiveModel {
+            snapshot_date: sea_orm::Set(day),
+            marketplace: sea_orm::Set(marketplace),
+            brand: sea_orm::Set(entry.brand),
+            product_count: sea_orm::Set(entry.product_count),
+            ..Default::default()
+        });
+        insert_batched(&txn, rows).await?;
+    }
+    txn.commit().await
+}
 
-    let categories: Vec<(Marketplace, StringList, i64)> = product::Entity::find()
+/// The start of the category list of `marketplace`: one row per path.
+async fn categories(
+    txn: &(impl ConnectionTrait + StreamTrait),
+    marketplace: Marketplace,
+    kept: Kept,
+) -> Result<Leading<CategoryEntry>, DbErr> {
+    let rows = product::Entity::find()
         .select_only()
-        .column(product::Column::Marketplace)
         .column(product::Column::CategoryPath)
         .column_as(Expr::col(product::Column::Id).count(), "n")
-        .group_by(product::Column::Marketplace)
+        .filter(product::Column::Marketplace.eq(marketplace))
         .group_by(product::Column::CategoryPath)
-        .into_tuple()
-        .all(&txn)
-        .await?;
-    let rows = categories
-        .into_iter()
-        .map(
-            |(marketplace, category_path, product_count)| category_snapshot::ActiveModel {
-                snapshot_date: sea_orm::Set(day),
-                marketplace: sea_orm::Set(marketplace),
-                category_path: sea_orm::Set(category_path),
-                product_count: sea_orm::Set(product_count),
-                ..Default::default()
-            },
-        );
-    insert_batched(&txn, rows.collect()).await?;
+        .into_tuple::<(StringList, i64)>()
+        .stream(txn)
+        .await?
+        .map_ok(|(path, product_count)| CategoryEntry {
+            category_path: path.0,
+            product_count,
+        });
+    leading(rows, kept, CategoryItem::listed_len).await
+}
 
-    let brands: Vec<(Marketplace, String, String, i64)> = product::Entity::find()
+/// The start of the brand list of `marketplace`, or of all marketplaces:
+/// one row per case-folded brand.
+async fn brands(
+    txn: &(impl ConnectionTrait + StreamTrait),
+    marketplace: Option<Marketplace>,
+    kept: Kept,
+) -> Result<Leading<BrandEntry>, DbErr> {
+    let mut select: Select<product::Entity> = product::Entity::find()
         .select_only()
-        .column(product::Column::Marketplace)
-        .column(product::Column::BrandKey)
-        .column_as(Expr::col(product::Column::Brand).min(), "brand")
+        .column_as(
+            smallest_spelling(ConnectionTrait::get_database_backend(txn)),
+            "brand",
+        )
         .column_as(Expr::col(product::Column::Id).count(), "n")
-        .group_by(product::Column::Marketplace)
-        .group_by(product::Column::BrandKey)
-        .into_tuple()
-        .all(&txn)
-        .await?;
-    let mut across: std::collections::BTreeMap<String, (String, i64)> = Default::default();
-    for (_, key, brand, n) in &brands {
-        // The display name across marketplaces: the smallest spelling seen.
-        let entry = across
-            .entry(key.clone())
-            .or_insert_with(|| (brand.clone(), 0));
-        if *brand < entry.0 {
-            entry.0 = brand.clone();
-        }
-        entry.1 += n;
+        .group_by(product::Column::BrandKey);
+    if let Some(marketplace) = marketplace {
+        select = select.filter(product::Column::Marketplace.eq(marketplace));
     }
-    let per_marketplace = brands
+    let rows = select
+        .into_tuple::<(String, i64)>()
+        .stream(txn)
+        .await?
+        .map_ok(|(brand, product_count)| BrandEntry {
+            brand,
+            product_count,
+        });
+    leading(rows, kept, BrandItem::listed_len).await
+}
+
+/// A brand's smallest spelling, by bytes as the lists' order compares
+/// brands: PostgreSQL compares text by its collation unless told `C`.
+fn smallest_spelling(backend: DbBackend) -> SimpleExpr {
+    match backend {
+        DbBackend::Postgres => Expr::cust(r#"MIN("brand" COLLATE "C")"#),
+        _ => Expr::col(product::Column::Brand).min(),
+    }
+}
+
+/// The start of the list `rows` make, read one row at a time.
+async fn leading<T: Ord>(
+    rows: impl Stream<Item = Result<T, DbErr>>,
+    kept: Kept,
+    size_of: fn(&T) -> u64,
+) -> Result<Leading<T>, DbErr> {
+    let mut rows = std::pin::pin!(rows);
+    let mut leading = kept.leading();
+    while let Some(entry) = rows.try_next().await? {
+        let bytes = size_of(&entry);
+        leading.offer(entry, bytes);
+    }
+    Ok(leading)
+}
+
+/// The rows of a list's start, in order, and when entries were left out,
+/// the row counted [`CUT`] after them (of an empty path or brand).
+fn with_cut<T: Ord + CutMarker, A>(list: Leading<T>, row: impl Fn(T) -> A) -> Vec<A> {
+    let (entries, cut) = list.finish();
+    let marker = cut.then(T::cut_marker);
+    entries
         .into_iter()
-        .map(|(marketplace, _, brand, n)| (Some(marketplace), brand, n));
-    let all = across.into_values().map(|(brand, n)| (None, brand, n));
-    let rows = per_marketplace
-        .chain(all)
-        .map(
-            |(marketplace, brand, product_count)| brand_snapshot::ActiveModel {
-                snapshot_date: sea_orm::Set(day),
-                marketplace: sea_orm::Set(marketplace),
-                brand: sea_orm::Set(brand),
-                product_count: sea_orm::Set(product_count),
-                ..Default::default()
-            },
-        );
-    insert_batched(&txn, rows.collect()).await?;
-    txn.commit().await
+        .map(|(entry, _)| entry)
+        .chain(marker)
+        .map(row)
+        .collect()
+}
+
+/// The entry stored after a list that was cut.
+trait CutMarker {
+    fn cut_marker() -> Self;
+}
+
+impl CutMarker for CategoryEntry {
+    fn cut_marker() -> Self {
+        CategoryEntry {
+            category_path: Vec::new(),
+            product_count: CUT,
+        }
+    }
+}
+
+impl CutMarker for BrandEntry {
+    fn cut_marker() -> Self {
+        BrandEntry {
+            brand: String::new(),
+            product_count: CUT,
+        }
+    }
 }
 
 /// Computes today's snapshots (UTC) unless they exist; returns whether it did.
 /// Run at start and on every scheduler tick, this makes one snapshot a day.
 pub async fn ensure_today(
-    db: &sea_orm::DatabaseConnection,
+    db: &DatabaseConnection,
     now: DateTime<Utc>,
+    kept: Kept,
 ) -> Result<bool, DbErr> {
     use sea_orm::PaginatorTrait;
     let day = now.date_naive();
@@ -111,6 +239,6 @@ pub async fn ensure_today(
     if has(categories) || has(brands) {
         return Ok(false);
     }
-    compute(db, day).await?;
+    compute_within(db, day, kept).await?;
     Ok(true)
 }

@@ -4,7 +4,9 @@
 //! before the next is read, so what a request holds of products never
 //! passes the budget by more than one product. A request whose products
 //! pass it is refused, [`QueryError::TooLarge`], instead of building an
-//! answer of that size.
+//! answer of that size. A list that stops at its bound instead (a
+//! snapshot list, `query::snapshots`) takes of the budget only what fits
+//! ([`ResponseBudget::take`]).
 //!
 //! Products stored before the per-product limit may be larger than it: a
 //! page statement reads the documents (attributes, galleries, ...) and the
@@ -79,6 +81,26 @@ impl ResponseBudget {
         })
     }
 
+    /// Counts `bytes` more of the answer only if they fit in what is left of
+    /// the budget, and says whether they did: a list stops where its answer
+    /// is full instead of refusing it (and leaves the rest of the budget
+    /// untouched, so nothing else of the answer is refused for it).
+    pub fn take(&self, bytes: u64) -> bool {
+        self.spent
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |spent| {
+                spent
+                    .checked_add(bytes)
+                    .filter(|reached| *reached <= self.limit)
+            })
+            .is_ok()
+    }
+
+    /// Bytes left before the answer passes the budget.
+    pub fn remaining(&self) -> u64 {
+        self.limit
+            .saturating_sub(self.spent.load(Ordering::Relaxed))
+    }
+
     /// Counts again each product that `shown` (product ids in the order an
     /// answer shows them) holds more than once: read once, it is written
     /// once per place it is shown. `size_of` gives a product's stored size.
@@ -133,5 +155,16 @@ mod tests {
         assert!(budget.charge(0).is_err(), "stays refused");
         assert!(budget.exceeded().is_some());
         assert!(ResponseBudget::unlimited().charge(i64::MAX).is_ok());
+    }
+
+    #[test]
+    fn a_list_takes_only_what_fits_and_leaves_the_answer_unrefused() {
+        let budget = ResponseBudget::new(100, 60);
+        assert!(budget.take(70));
+        assert!(!budget.take(31), "one byte too many");
+        assert_eq!(budget.remaining(), 30, "what did not fit is not counted");
+        assert!(budget.take(30));
+        assert_eq!(budget.remaining(), 0);
+        assert!(budget.exceeded().is_none());
     }
 }

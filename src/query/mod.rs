@@ -9,6 +9,7 @@ pub mod budget;
 pub mod children;
 pub mod estimate;
 pub mod keyset;
+pub mod leading;
 pub mod order;
 pub mod prices;
 pub mod products;
@@ -99,6 +100,13 @@ impl Default for Page {
             page_size: Self::DEFAULT_SIZE,
         }
     }
+}
+
+/// The rows a statement reads to show at most `most` and tell whether more
+/// follow: one past them, within SQL's `LIMIT` (a signed 64-bit integer),
+/// however large a setting makes `most`.
+pub fn one_past(most: u64) -> u64 {
+    most.saturating_add(1).min(i64::MAX as u64)
 }
 
 /// Longest value accepted by the `*_contains` filters, in characters.

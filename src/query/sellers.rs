@@ -3,7 +3,8 @@
 //!
 //! A URL that normalizes to nothing (`?`, `#x`, `http://`) is refused: a
 //! seller stored without a URL has NULL there, which no lookup matches. A
-//! lookup returns at most [`MAX_SELLERS`], in its order; the caller is told
+//! lookup returns at most the sellers its caller allows
+//! (`VITRINA_MAX_SELLERS_PER_LOOKUP`), in its order; the caller is told
 //! when more matched ([`SellerMatches::truncated`]).
 
 use entity::{Marketplace, product, seller};
@@ -16,15 +17,6 @@ use uuid::Uuid;
 
 use super::{QueryError, check_texts, check_url};
 use crate::text;
-
-/// Most sellers one lookup returns. One legal entity may sell under one TIN
-/// on all four marketplaces, with a few storefronts on each; more than this
-/// share an identifier only in odd or hostile data.
-pub const MAX_SELLERS: u64 = 100;
-
-/// The response header both surfaces answer a lookup with over HTTP:
-/// `true` when more than [`MAX_SELLERS`] matched.
-pub const TRUNCATED_HEADER: &str = "x-result-truncated";
 
 /// Identifying parameters of a seller lookup: at least one of tin; psrn; url;
 /// marketplace together with seller id. Every one given must match.
@@ -44,8 +36,8 @@ pub struct SellerLookup {
     pub seller_id: Option<String>,
 }
 
-/// The sellers a lookup found: at most [`MAX_SELLERS`]; `truncated` when
-/// more matched.
+/// The sellers a lookup found, at most the number asked for; `truncated`
+/// when more matched.
 #[derive(Debug, Clone)]
 pub struct SellerMatches {
     pub sellers: Vec<SellerView>,
@@ -117,10 +109,11 @@ impl SellerLookup {
 }
 
 /// Matching sellers ordered by marketplace, then seller id: the first
-/// [`MAX_SELLERS`] of them.
+/// `most` of them.
 pub async fn find(
     db: &impl ConnectionTrait,
     lookup: &SellerLookup,
+    most: u64,
 ) -> Result<SellerMatches, QueryError> {
     lookup.validate()?;
     // The marketplace is stored as its wire name, so the database orders
@@ -129,11 +122,11 @@ pub async fn find(
         .filter(lookup.condition())
         .order_by_asc(seller::Column::Marketplace)
         .order_by_asc(seller::Column::SellerId)
-        .limit(MAX_SELLERS + 1)
+        .limit(super::one_past(most))
         .all(db)
         .await?;
-    let truncated = sellers.len() as u64 > MAX_SELLERS;
-    sellers.truncate(MAX_SELLERS as usize);
+    let truncated = sellers.len() as u64 > most;
+    sellers.truncate(usize::try_from(most).unwrap_or(usize::MAX));
     let ids: Vec<Uuid> = sellers.iter().map(|s| s.id).collect();
     let counts = product_counts(db, &ids).await?;
     let sellers = sellers

@@ -2,13 +2,12 @@
 //! counts against neither the rate limit nor the quota (GitHub's
 //! `/rate_limit`), so a client can always find out why it is refused.
 
-use axum::Json;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 
 use crate::http::error::ErrorBody;
-use crate::http::{ApiError, access};
+use crate::http::{ApiError, access, sized};
 use crate::state::AppState;
 use crate::views::{Standing, StandingEnvelope};
 
@@ -28,7 +27,7 @@ pub async fn standing(
         rate_limit: access::allowance(&rate),
         quota,
     };
-    let mut response = Json(StandingEnvelope { data }).into_response();
+    let mut response = sized::within(&state, StandingEnvelope { data }).into_response();
     access::rate_headers(&rate, response.headers_mut());
     Ok(response)
 }

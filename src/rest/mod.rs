@@ -1,5 +1,7 @@
 //! REST v1 (`/v1`): thin handlers that parse parameters, call the query
-//! layer and map to the documented shapes. Read-only: GET only.
+//! layer and map to the documented shapes. Read-only: GET only. Every
+//! answer is written within the response size limit (`http::sized`); the
+//! router refuses one that is not.
 
 pub mod openapi;
 pub(crate) mod params;
@@ -14,7 +16,7 @@ use axum::Router;
 use axum::middleware;
 use axum::routing::get;
 
-use crate::http::{ApiError, access, conditional};
+use crate::http::{ApiError, access, conditional, sized};
 use crate::state::AppState;
 
 /// The v1 routes, to be nested under `/v1`.
@@ -30,12 +32,18 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/me/scrapes/{id}", get(scrapes::get))
         .route("/me/scrapes/{id}/products", get(scrapes::products))
         .method_not_allowed_fallback(method_not_allowed)
+        .route_layer(middleware::from_fn(sized::require_within))
         // Inside the key check, which gives back the request of a 304.
         .route_layer(middleware::from_fn(conditional::revalidate))
         .route_layer(middleware::from_fn_with_state(state, access::require_key));
+    let free = Router::new()
+        .route("/rate_limit", get(limits::standing))
+        .route_layer(middleware::from_fn(sized::require_within));
+    // The OpenAPI document: the same bytes for every caller, rendered once
+    // from the code, not an answer of data.
     Router::new()
         .route("/openapi.json", get(openapi::document))
-        .route("/rate_limit", get(limits::standing))
+        .merge(free)
         .method_not_allowed_fallback(method_not_allowed)
         .route_layer(middleware::from_fn(conditional::revalidate))
         .merge(authenticated)

@@ -1,6 +1,5 @@
 //! `GET /products`, `GET /products/{id}`, `GET /products/{id}/price-history`.
 
-use axum::Json;
 use axum::extract::State;
 use entity::{Marketplace, TrustStatus, UserAuthStatus};
 use serde::Deserialize;
@@ -153,7 +152,7 @@ pub async fn price_history(
     State(state): State<AppState>,
     PathId(id): PathId,
     Params(q): Params<PriceHistoryQuery>,
-) -> Result<Json<PriceHistoryPage>, ApiError> {
+) -> Result<Within<PriceHistoryPage>, ApiError> {
     let id = params::uuid(&id)?;
     let filter = PriceHistoryFilter {
         country_code: q.country_code,
@@ -168,12 +167,13 @@ pub async fn price_history(
     };
     let page = Page::clamped(q.page, q.page_size);
     let (rows, total) = prices::history(&state.db, id, &filter, page).await?;
-    Ok(Json(PriceHistoryPage {
+    let body = PriceHistoryPage {
         data: rows.into_iter().map(PriceObservation::from).collect(),
         meta: TotalMeta {
             total,
             page: page.page,
             page_size: page.page_size,
         },
-    }))
+    };
+    Ok(sized::within(&state, body))
 }

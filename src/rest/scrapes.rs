@@ -1,10 +1,10 @@
 //! `GET /me/scrapes`, `GET /me/scrapes/{id}`, `GET /me/scrapes/{id}/products`:
 //! the calling account's own scrape sessions.
 
+use axum::Extension;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
 use headers::HeaderMapExt;
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -12,7 +12,8 @@ use utoipa::IntoParams;
 use super::params::{self, Params, PathId};
 use crate::accounts::Caller;
 use crate::http::error::ErrorBody;
-use crate::http::{ApiError, conditional, sized};
+use crate::http::sized::{self, Within};
+use crate::http::{ApiError, conditional};
 use crate::limits::{QuotaOutcome, quota};
 use crate::query::{Page, sessions};
 use crate::state::AppState;
@@ -37,17 +38,18 @@ pub async fn list(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     Params(q): Params<PageQuery>,
-) -> Result<Json<SessionPage>, ApiError> {
+) -> Result<Within<SessionPage>, ApiError> {
     let page = Page::clamped(q.page, q.page_size);
     let (views, total) = sessions::list_for_account(&state.db, caller.account_id, page).await?;
-    Ok(Json(SessionPage {
+    let body = SessionPage {
         data: views.into_iter().map(ScrapeSession::from).collect(),
         meta: TotalMeta {
             total,
             page: page.page,
             page_size: page.page_size,
         },
-    }))
+    };
+    Ok(sized::within(&state, body))
 }
 
 /// One of the caller's sessions; another account's session is not found.
@@ -62,9 +64,9 @@ pub async fn get(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     PathId(id): PathId,
-) -> Result<Json<SessionEnvelope>, ApiError> {
+) -> Result<Within<SessionEnvelope>, ApiError> {
     let view = sessions::find_for_account(&state.db, caller.account_id, params::uuid(&id)?).await?;
-    Ok(Json(SessionEnvelope { data: view.into() }))
+    Ok(sized::within(&state, SessionEnvelope { data: view.into() }))
 }
 
 /// Every submission of one of the caller's sessions in submission order, with
@@ -104,7 +106,7 @@ pub async fn products(
     let body = sized::within(&state, body).to_bytes()?;
     // Tagged here, not by `conditional::revalidate`: a client that holds
     // these rows already is answered 304 before they are charged.
-    let tag = conditional::tag(&body);
+    let tag = conditional::tag(body.as_bytes());
     if let Some(not_modified) = tag
         .as_ref()
         .and_then(|tag| conditional::not_modified_if_fresh(&headers, tag))
@@ -131,8 +133,7 @@ pub async fn products(
             return Ok(response);
         }
     };
-    let json = HeaderValue::from_static("application/json");
-    let mut response = ([(header::CONTENT_TYPE, json)], body).into_response();
+    let mut response = body.into_response();
     if let Some(tag) = tag {
         response.headers_mut().typed_insert(tag);
     }

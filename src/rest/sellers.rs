@@ -1,7 +1,7 @@
-//! `GET /sellers`: at most `MAX_SELLERS` sellers; `X-Result-Truncated`
-//! says whether more matched (the spec gives `/sellers` no `meta`).
+//! `GET /sellers`: at most `VITRINA_MAX_SELLERS_PER_LOOKUP` sellers;
+//! `X-Result-Truncated` says whether more matched (the spec gives
+//! `/sellers` no `meta`).
 
-use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderName, HeaderValue};
 use entity::Marketplace;
@@ -11,6 +11,7 @@ use utoipa::IntoParams;
 use super::params::{Params, names, one_of};
 use crate::http::ApiError;
 use crate::http::error::ErrorBody;
+use crate::http::sized::{self, Within};
 use crate::query::sellers::{self, SellerLookup};
 use crate::state::AppState;
 use crate::views::{Seller, SellerList};
@@ -33,12 +34,13 @@ pub struct SellersQuery {
 }
 
 /// Sellers matching every given parameter, ordered by marketplace then seller_id:
-/// at most 100; `X-Result-Truncated` says whether more matched. One legal
+/// at most the server's limit (VITRINA_MAX_SELLERS_PER_LOOKUP, 100 by
+/// default); `X-Result-Truncated` says whether more matched. One legal
 /// entity can sell under one TIN on several marketplaces.
 #[utoipa::path(get, operation_id = "listSellers", path = "/sellers", tag = "sellers", params(SellersQuery),
     responses(
         (status = 200, body = SellerList, headers(
-            ("X-Result-Truncated" = String, description = "`true` when more than 100 sellers matched and only the first 100 are listed, else `false`."),
+            ("X-Result-Truncated" = String, description = "`true` when more sellers matched than the limit and only the first are listed, else `false`."),
         )),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 429, body = ErrorBody),
     ),
@@ -46,7 +48,7 @@ pub struct SellersQuery {
 pub async fn find(
     State(state): State<AppState>,
     Params(q): Params<SellersQuery>,
-) -> Result<([(HeaderName, HeaderValue); 1], Json<SellerList>), ApiError> {
+) -> Result<([(HeaderName, HeaderValue); 1], Within<SellerList>), ApiError> {
     let lookup = SellerLookup {
         tin: q.tin,
         psrn: q.psrn,
@@ -58,15 +60,13 @@ pub async fn find(
         )?,
         seller_id: q.seller_id,
     };
-    let found = sellers::find(&state.db, &lookup).await?;
-    let truncated = HeaderValue::from_static(if found.truncated { "true" } else { "false" });
+    let most = state.settings.lists.max_sellers_per_lookup;
+    let found = sellers::find(&state.db, &lookup, most).await?;
+    let body = SellerList {
+        data: found.sellers.into_iter().map(Seller::from).collect(),
+    };
     Ok((
-        [(
-            HeaderName::from_static(sellers::TRUNCATED_HEADER),
-            truncated,
-        )],
-        Json(SellerList {
-            data: found.sellers.into_iter().map(Seller::from).collect(),
-        }),
+        [sized::truncated(found.truncated)],
+        sized::within(&state, body),
     ))
 }

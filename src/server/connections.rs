@@ -9,8 +9,8 @@
 //! - with every slot taken, a new connection makes room by closing the
 //!   connection idle (kept alive between requests) the longest;
 //! - with every slot taken and none idle, a new connection is served on one
-//!   of [`PROBE_CONNECTIONS`] slots above the cap kept for `/healthz` and
-//!   `/readyz`, so that probes are answered whoever holds the rest; any
+//!   of `VITRINA_HTTP_PROBE_CONNECTIONS` slots above the cap kept for
+//!   `/healthz` and `/readyz`, so that probes are answered whoever holds the rest; any
 //!   other request there is answered 503 `unavailable`. With those taken
 //!   too, new connections wait in the listen backlog until one closes.
 //!
@@ -69,14 +69,10 @@ use crate::http::error::Unavailable;
 pub const DEFAULT_MAX_CONNECTIONS: u64 = 4096;
 
 /// File descriptors kept out of the connection cap for everything else: the
-/// database pool, SQLite's files, webhook deliveries, logs, the
-/// [`PROBE_CONNECTIONS`] and the one connection waiting to be admitted.
+/// database pool, SQLite's files, webhook deliveries, logs, the probe
+/// connections (at most `config::MAX_PROBE_CONNECTIONS`) and the one connection
+/// waiting to be admitted.
 pub const RESERVED_DESCRIPTORS: u64 = 256;
-
-/// Connections above the cap that serve only `/healthz` and `/readyz`, used
-/// once every slot under the cap is taken by connections that are not idle.
-/// A handful is enough: probes are short and come from a few load balancers.
-pub const PROBE_CONNECTIONS: usize = 8;
 
 /// The paths a probe connection answers.
 const PROBES: [&str; 2] = ["/healthz", "/readyz"];
@@ -108,15 +104,19 @@ pub async fn serve(
     let per_client = config
         .http_max_connections_per_client
         .unwrap_or_else(|| (u64::from(cap) / DEFAULT_CLIENT_SHARE).max(1));
+    // Above the cap, once every slot under it is busy (see the module comment).
+    let probes = config.http_probe_connections;
     tracing::info!(
         max_connections = cap,
         max_connections_per_client = per_client,
+        probe_connections = probes,
         "serving HTTP"
     );
     let slots = Slots {
         cap,
         served: Arc::new(Semaphore::new(cap as usize)),
-        probes: Arc::new(Semaphore::new(PROBE_CONNECTIONS)),
+        probe_cap: probes,
+        probes: Arc::new(Semaphore::new(probes as usize)),
         idle: Arc::new(IdleQueue::default()),
     };
     let clients = Clients::new(per_client);
@@ -165,7 +165,7 @@ pub async fn serve(
     // Every connection, a WebSocket's too, holds its slot until it closes.
     let all_closed = async {
         let served = slots.served.acquire_many(cap).await;
-        let probes = slots.probes.acquire_many(PROBE_CONNECTIONS as u32).await;
+        let probes = slots.probes.acquire_many(slots.probe_cap).await;
         (served, probes)
     };
     if tokio::time::timeout(grace, all_closed).await.is_err() {
@@ -183,7 +183,9 @@ struct Slots {
     cap: u32,
     /// Under the cap, serving everything.
     served: Arc<Semaphore>,
-    /// Above it, serving only the probes.
+    /// How many slots above the cap serve only the probes.
+    probe_cap: u32,
+    /// Those slots.
     probes: Arc<Semaphore>,
     idle: Arc<IdleQueue>,
 }
@@ -243,7 +245,7 @@ impl Slots {
 
     /// Connections open now.
     fn open(&self) -> usize {
-        self.cap as usize - self.served.available_permits() + PROBE_CONNECTIONS
+        self.cap as usize - self.served.available_permits() + self.probe_cap as usize
             - self.probes.available_permits()
     }
 }

@@ -16,7 +16,6 @@ use tokio::task::JoinSet;
 use tokio::time::{sleep, timeout};
 use tokio_tungstenite::tungstenite::Message;
 use vitrina::config::{HttpConfig, Settings};
-use vitrina::server::connections::PROBE_CONNECTIONS;
 
 use crate::helpers::TestApp;
 use crate::helpers::uploads::{item, upload};
@@ -277,15 +276,18 @@ async fn a_request_body_must_keep_the_minimum_rate_rather_than_finish_within_the
 #[tokio::test]
 async fn with_the_connection_cap_and_the_probe_slots_taken_by_busy_connections_the_next_waits_until_one_closes()
  {
+    // Fewer probe slots than the default: the setting is what is kept.
+    const PROBES: u32 = 3;
     let app = spawn(HttpConfig {
         http_max_connections: Some(8),
         http_max_connections_per_client: Some(100),
+        http_probe_connections: PROBES,
         ..HttpConfig::default()
     })
     .await;
     // Requests half sent: busy, so none is closed to make room.
     let mut held = Vec::new();
-    for _ in 0..8 + PROBE_CONNECTIONS {
+    for _ in 0..8 + PROBES {
         let mut stream = TcpStream::connect(app.addr).await.unwrap();
         stream.write_all(&HEALTHZ[..20]).await.unwrap();
         held.push(stream);

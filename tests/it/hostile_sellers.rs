@@ -1,12 +1,13 @@
 //! Seller lookups cannot be turned into "every seller without a URL": a
 //! URL that normalizes to nothing is refused naming the parameter, a seller
 //! without a URL is stored as NULL (which no lookup matches), and a lookup
-//! returns at most `MAX_SELLERS`, saying when more matched.
+//! returns at most `VITRINA_MAX_SELLERS_PER_LOOKUP`, saying when more
+//! matched.
 
 use entity::{Marketplace, seller};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, IntoActiveModel, QueryFilter};
 use serde_json::{Value, json};
-use vitrina::query::sellers::MAX_SELLERS;
+use vitrina::config::{DEFAULT_MAX_SELLERS_PER_LOOKUP as MAX_SELLERS, ListConfig, Settings};
 
 use crate::fixtures::{insert_seller, seller};
 use crate::helpers::graphql::post;
@@ -190,14 +191,15 @@ async fn the_migration_turns_empty_seller_urls_into_null_and_back() {
     vitrina::db::migrate(&db).await.unwrap();
 }
 
-#[tokio::test]
-async fn a_lookup_returns_at_most_max_sellers_and_says_when_more_matched() {
-    let app = TestApp::spawn().await;
-    let key = app.key("acme").await;
-    sharing_a_tin(&app, "7709999999", 3 * MAX_SELLERS).await;
-    sharing_a_tin(&app, "7708888888", MAX_SELLERS).await;
+/// Lookups of a TIN that `shared` sellers hold (more than `most`) and of
+/// one that `most` hold, on a server allowing `most` per lookup: the first
+/// is cut to `most` on REST and GraphQL and says so, the second is whole.
+/// Returns what the first listed over REST, as (marketplace, seller_id).
+async fn assert_cut_at(app: &TestApp, key: &str, most: u64, shared: u64) -> Vec<(String, String)> {
+    sharing_a_tin(app, "7709999999", shared).await;
+    sharing_a_tin(app, "7708888888", most).await;
 
-    let response = app.get_as(&key, "/v1/sellers?tin=7709999999").await;
+    let response = app.get_as(key, "/v1/sellers?tin=7709999999").await;
     assert_eq!(header(&response, "x-result-truncated"), Some("true"));
     let body: Value = response.json().await.unwrap();
     let listed: Vec<(String, String)> = body["data"]
@@ -206,23 +208,46 @@ async fn a_lookup_returns_at_most_max_sellers_and_says_when_more_matched() {
         .iter()
         .map(|s| (s["marketplace"].to_string(), s["seller_id"].to_string()))
         .collect();
-    assert_eq!(listed.len() as u64, MAX_SELLERS);
-    let mut ordered = listed.clone();
-    ordered.sort();
-    assert_eq!(listed, ordered, "ordered by marketplace, then seller_id");
+    assert_eq!(listed.len() as u64, most);
 
     let query = "{ sellers(lookup: { tin: \"7709999999\" }) { sellerId } }";
-    let response = crate::helpers::graphql::post_response(&app, &key, query).await;
+    let response = crate::helpers::graphql::post_response(app, key, query).await;
     assert_eq!(header(&response, "x-result-truncated"), Some("true"));
     let body: Value = response.json().await.unwrap();
     assert_eq!(
         body["data"]["sellers"].as_array().unwrap().len() as u64,
-        MAX_SELLERS
+        most
     );
 
     // Exactly the bound is not cut.
-    let response = app.get_as(&key, "/v1/sellers?tin=7708888888").await;
+    let response = app.get_as(key, "/v1/sellers?tin=7708888888").await;
     assert_eq!(header(&response, "x-result-truncated"), Some("false"));
     let body: Value = response.json().await.unwrap();
-    assert_eq!(body["data"].as_array().unwrap().len() as u64, MAX_SELLERS);
+    assert_eq!(body["data"].as_array().unwrap().len() as u64, most);
+    listed
+}
+
+#[tokio::test]
+async fn a_lookup_returns_at_most_max_sellers_and_says_when_more_matched() {
+    let app = TestApp::spawn().await;
+    let key = app.key("acme").await;
+    let listed = assert_cut_at(&app, &key, MAX_SELLERS, 3 * MAX_SELLERS).await;
+    let mut ordered = listed.clone();
+    ordered.sort();
+    assert_eq!(listed, ordered, "ordered by marketplace, then seller_id");
+}
+
+#[tokio::test]
+async fn a_lookup_returns_at_most_the_configured_sellers() {
+    const MOST: u64 = 7;
+    let app = TestApp::spawn_with_settings(Settings {
+        lists: ListConfig {
+            max_sellers_per_lookup: MOST,
+            ..ListConfig::default()
+        },
+        ..Settings::default()
+    })
+    .await;
+    let key = app.key("acme").await;
+    assert_cut_at(&app, &key, MOST, MOST + 1).await;
 }

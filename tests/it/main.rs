@@ -38,6 +38,7 @@ mod hostile_params;
 mod hostile_request_id;
 mod hostile_sellers;
 mod hostile_sizes;
+mod hostile_snapshots;
 mod idempotency;
 mod merge_outage;
 mod metrics;
