@@ -5,9 +5,10 @@ use serde_json::{Value, json};
 
 use crate::state::AppState;
 
-/// The process is up.
+/// The process is up, and which version it runs (as `vitrina --version`
+/// prints it), so an operator can tell the replicas of a rollout apart.
 pub async fn healthz() -> Json<Value> {
-    Json(json!({ "status": "ok" }))
+    Json(json!({ "status": "ok", "version": env!("CARGO_PKG_VERSION") }))
 }
 
 /// The database can serve requests and the server is not shutting down;

@@ -11,6 +11,7 @@ mod helpers;
 
 mod cli;
 mod cli_errors;
+mod codegen_docs;
 mod conditional;
 mod connections;
 mod db_unavailable;
@@ -47,6 +48,7 @@ mod pipeline;
 mod playground;
 mod poison;
 mod rate_redis;
+mod release;
 mod rest_access;
 mod rest_contract;
 mod rest_products;
