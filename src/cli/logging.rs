@@ -37,7 +37,8 @@ pub fn init_tracing() {
 
 /// Logs, once, what this server runs with: an operator reading the log
 /// learns the version, the addresses, the database (never its password), the
-/// migrations this start applied, the jobs and the main limits.
+/// migrations this start applied, the jobs, the main limits, and where
+/// GraphiQL's packages come from.
 pub fn log_startup_summary(
     conn: &DatabaseConnection,
     config: &ServeConfig,
@@ -49,6 +50,7 @@ pub fn log_startup_summary(
     let metrics = config
         .metrics_bind
         .map_or_else(|| "off".to_owned(), |bind| bind.to_string());
+    let graphiql = crate::web::graphiql::asset_source(&config.graphql);
     let rate_limit_store = match config.redis.redis_url {
         Some(_) => "redis",
         None => "process",
@@ -70,6 +72,8 @@ pub fn log_startup_summary(
         graphql_max_depth = config.graphql.max_depth,
         graphql_max_complexity = config.graphql.max_complexity,
         shutdown_grace_secs = config.http.shutdown_grace_secs,
+        graphiql_assets = %graphiql,
         "vitrina started"
     );
+    crate::web::graphiql::warn_if_not_built_in(&config.graphql);
 }

@@ -1,47 +1,42 @@
-//! GraphiQL's browser packages, built into the binary: build.rs installed
-//! them at the exact versions of `web/package-lock.json`. They are served at
+//! GraphiQL's browser packages: the files the page loads, each pinned by
+//! version and Subresource Integrity hash (`web/graphiql/pinned-assets.json`,
+//! written from the files npm installs). build.rs built the files into the
+//! binary when npm could install them; they are served at
 //! `/graphiql/assets/<package>@<version>/<file>`, the layout of npm CDNs such
-//! as unpkg, so the page loads the same files from either place and can pin
-//! both with one Subresource Integrity hash.
-
-use std::sync::LazyLock;
+//! as unpkg, so the page loads the same files from either place under one
+//! hash. A binary built without npm has the manifest alone and 404s here.
 
 use axum::extract::Path;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
-use base64::Engine as _;
-use sha2::{Digest, Sha384};
 
 use crate::http::ApiError;
 
-/// One embedded file of an npm package.
+/// One file of an npm package, pinned.
 pub struct Asset {
     pub package: &'static str,
     pub version: &'static str,
     pub file: &'static str,
     pub content_type: &'static str,
-    pub body: &'static [u8],
+    /// `sha384-...`, the Subresource Integrity value of the file's bytes.
+    pub integrity: &'static str,
 }
 
-/// The files GraphiQL loads, in the order the page loads them.
-pub static ASSETS: &[Asset] = include!(concat!(env!("OUT_DIR"), "/web_assets.rs"));
+/// Whether this binary carries the files.
+pub enum BuiltIn {
+    /// The bodies of [`ASSETS`], in the same order.
+    Files(&'static [&'static [u8]]),
+    /// Built without them; why, in a few words (npm missing, or `npm ci` failed).
+    Missing(&'static str),
+}
 
-/// Name, version and licence of every package the assets are built from.
+// `ASSETS`, the files GraphiQL loads in the order the page loads them, and
+// `BUILT_IN`.
+include!(concat!(env!("OUT_DIR"), "/web_assets.rs"));
+
+/// Name, version and licence of every package the assets are built from
+/// (or, without them, of the packages the page loads from a CDN).
 const LICENSES: &str = include_str!(concat!(env!("OUT_DIR"), "/LICENSES.txt"));
-
-/// Each asset's `sha384-...` integrity value, computed once.
-static INTEGRITY: LazyLock<Vec<String>> = LazyLock::new(|| {
-    ASSETS
-        .iter()
-        .map(|asset| {
-            let digest = Sha384::digest(asset.body);
-            format!(
-                "sha384-{}",
-                base64::engine::general_purpose::STANDARD.encode(digest)
-            )
-        })
-        .collect()
-});
 
 impl Asset {
     /// Where the asset lives under an assets base: `<package>@<version>/<file>`.
@@ -50,16 +45,18 @@ impl Asset {
     }
 }
 
-/// The assets with their integrity values, in load order.
-pub fn with_integrity() -> impl Iterator<Item = (&'static Asset, &'static str)> {
-    ASSETS.iter().zip(INTEGRITY.iter().map(String::as_str))
-}
-
 /// `GET /graphiql/assets/{path}`. A path names one version for good, so
 /// browsers may keep the file as long as they like.
 pub async fn serve(Path(path): Path<String>) -> Response {
-    match ASSETS.iter().find(|asset| asset.path() == path) {
-        Some(asset) => (
+    let BuiltIn::Files(bodies) = BUILT_IN else {
+        return ApiError::NotFound.into_response();
+    };
+    match ASSETS
+        .iter()
+        .zip(bodies.iter())
+        .find(|(a, _)| a.path() == path)
+    {
+        Some((asset, body)) => (
             [
                 (
                     header::CONTENT_TYPE,
@@ -70,7 +67,7 @@ pub async fn serve(Path(path): Path<String>) -> Response {
                     HeaderValue::from_static("public, max-age=31536000, immutable"),
                 ),
             ],
-            asset.body,
+            *body,
         )
             .into_response(),
         None => ApiError::NotFound.into_response(),

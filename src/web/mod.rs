@@ -4,7 +4,7 @@
 //! API as a frontend would build it. Everything these pages load comes from
 //! the binary, so they work with no internet.
 
-mod assets;
+pub mod assets;
 mod dashboard;
 pub mod graphiql;
 

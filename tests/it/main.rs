@@ -46,6 +46,7 @@ mod metrics;
 mod modules;
 mod pipeline;
 mod playground;
+mod playground_cdn;
 mod poison;
 mod rate_redis;
 mod release;

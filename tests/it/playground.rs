@@ -8,8 +8,9 @@ use sha2::{Digest, Sha384};
 use vitrina::config::Settings;
 
 use crate::helpers::TestApp;
+use crate::playground_cdn::start_up_log;
 
-async fn page(app: &TestApp, path: &str) -> String {
+pub async fn page(app: &TestApp, path: &str) -> String {
     let response = app
         .client
         .get(app.url(path))
@@ -22,7 +23,7 @@ async fn page(app: &TestApp, path: &str) -> String {
 }
 
 /// Every `src`/`href` of the page with the `integrity` that follows it.
-fn pinned_urls(page: &str) -> Vec<(String, String)> {
+pub fn pinned_urls(page: &str) -> Vec<(String, String)> {
     let mut found = Vec::new();
     for tag in page.split('<').filter(|t| t.contains("integrity=")) {
         let attr = |name: &str| {
@@ -107,6 +108,23 @@ async fn graphiql_loads_every_asset_from_the_binary_as_pinned() {
         let response = app.get(path).await;
         assert_eq!(response.status(), 404, "{path}");
     }
+}
+
+#[tokio::test]
+async fn with_its_own_copy_neither_the_page_nor_the_log_names_a_cdn() {
+    let page = page(&TestApp::spawn().await, "/graphql").await;
+    assert!(!page.contains("<p id=\"vitrina-assets-notice\">"), "{page}");
+    assert!(page.contains(r#""builtIn":true"#), "{page}");
+    let log = start_up_log(&[]).await;
+    let summary = log
+        .iter()
+        .find(|l| l.contains("vitrina started"))
+        .expect("the summary");
+    assert!(summary.contains("graphiql_assets=built-in"), "{summary}");
+    assert!(
+        !log.iter().any(|l| l.contains("not built into")),
+        "{log:#?}"
+    );
 }
 
 #[tokio::test]

@@ -1,6 +1,7 @@
 // Starts GraphiQL for Vitrina. The page that loads this script carries its
 // settings in <script id="vitrina-config" type="application/json">:
-// { assets, defaultQuery, defaultHeaders, demoKey }.
+// { assets, builtIn, defaultQuery, defaultHeaders, demoKey } (builtIn: the
+// binary carries GraphiQL's packages, which a build without npm does not).
 //
 // What it adds to a stock GraphiQL:
 // - the headers typed in the Headers tab persist across reloads (GraphiQL
@@ -26,8 +27,10 @@ if (missing.length > 0) {
     `${config.assets}. ` +
     (config.assets.startsWith("/")
       ? "Vitrina serves them itself: something between it and this browser blocked them."
-      : "Check that this address is reachable from your browser, or start Vitrina " +
-        "without VITRINA_GRAPHIQL_ASSETS to use the copy built into it.");
+      : "Check that this address is reachable from your browser, or " +
+        (config.builtIn
+          ? "start Vitrina without VITRINA_GRAPHIQL_ASSETS to use the copy built into it."
+          : "build Vitrina with npm, which puts a copy into the binary."));
 } else {
   start();
 }
