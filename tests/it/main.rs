@@ -31,6 +31,7 @@ mod graphql_persisted_shares;
 mod graphql_reads;
 mod graphql_schema;
 mod graphql_sessions;
+mod healthcheck;
 mod hostile_conditional;
 mod hostile_connections;
 mod hostile_costs;
