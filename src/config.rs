@@ -242,7 +242,8 @@ pub struct GraphqlConfig {
 
     /// An npm CDN for GraphiQL's packages (unpkg's layout, e.g.
     /// `https://unpkg.com`), loaded at the versions built into Vitrina and
-    /// pinned with Subresource Integrity. Unset: Vitrina serves its own copy.
+    /// pinned with Subresource Integrity. Unset: Vitrina serves its own copy
+    /// (a binary built without npm has none, and loads from `https://unpkg.com`).
     #[arg(long, env = "VITRINA_GRAPHIQL_ASSETS")]
     pub graphiql_assets: Option<String>,
 }
