@@ -3,6 +3,9 @@
 main      orchestration and options
 testbed   what every run shares: build, database, servers, CPU under load
 compare   the current binary against an older one, taking turns
+scale     each request's latency on catalogs of several sizes (--scale)
+scale_set the scale mode's query set, its parameters and checks
+scale_report its tables, targets and README block
 machine   the machine's description and CPU pinning
 proc      child processes, CPU time and memory from /proc
 pg        PostgreSQL administration through psql

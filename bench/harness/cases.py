@@ -73,12 +73,17 @@ def _gql(base: str, key: str | None, query: str, variables: dict | None = None) 
     return call(base, Request.graphql(query, variables), key)["data"]
 
 
-def discover(base: str, key: str) -> Params:
+def discover(base: str, key: str, brand: str | None = None,
+             pick: Callable[[list[dict]], dict] | None = None) -> Params:
+    """The parameters, around the top brand unless `brand` is given, and its
+    newest product unless `pick` chooses among its newest 100."""
     def get(path: str) -> dict:
         return call(base, Request("GET", path), key)
 
-    brand = get("/v1/brands")["data"][0]["brand"]
-    product = get("/v1/products?" + urllib.parse.urlencode({"brand": brand, "page_size": 1}))["data"][0]
+    brand = brand or get("/v1/brands")["data"][0]["brand"]
+    newest = get("/v1/products?" + urllib.parse.urlencode(
+        {"brand": brand, "page_size": 100 if pick else 1}))["data"]
+    product = pick(newest) if pick else newest[0]
     category = (product["category_path"] or ["-"])[-1]
     # A piece from inside the first word of the name: a true substring search.
     word = product["name"].split()[0].lower()

@@ -8,7 +8,9 @@ target again with logging off, check every answer, then drive the set
 with wrk at 1 and 8 clients; measure memory, the merge pass and webhook
 delivery; report.
 With --baseline, a comparison instead (compare.py): one database, the
-current and an older binary measured in turn on a few queries.
+current and an older binary measured in turn on a few queries. With
+--scale, the scale mode instead (scale.py): each request's latency on
+catalogs of several sizes; --smoke runs it after its full run, at tiny sizes.
 Everything the run creates is removed at the end, also when it fails.
 """
 
@@ -20,10 +22,13 @@ import signal
 import sys
 import time
 
-from . import capture, cases, compare, floor, load, machine, merge, peer, report, vitrina, webhooks
+from . import (capture, cases, compare, floor, load, machine, merge, peer, report, scale,
+               scale_report, vitrina, webhooks)
 from .http import Request
 from .proc import Failed, log, peak_rss_mb, run
-from .testbed import APPLICATION, BENCH, REPO, Testbed
+from .testbed import APPLICATION, BENCH, REPO, Testbed, remove_sqlite
+
+SMOKE_SIZES = [300, 600]  # the scale mode's sizes in a smoke run
 
 
 def options(argv: list[str]) -> argparse.Namespace:
@@ -37,7 +42,8 @@ def options(argv: list[str]) -> argparse.Namespace:
                         help="also install and measure PostGraphile (npm)")
     parser.add_argument("--smoke", action="store_true",
                         help="tiny dataset, 1 s runs, test build, no peer, no README (CI)")
-    parser.add_argument("--duration", type=int, help="seconds per measured run (default 10; smoke 1)")
+    parser.add_argument("--duration", type=int,
+                        help="seconds per measured run (default 10; --scale 5; smoke 1)")
     parser.add_argument("--build", choices=["release", "test"],
                         help="release: cargo build --release (default); test: the binary "
                              "cargo test builds, nothing extra to compile after the tests (smoke)")
@@ -51,6 +57,9 @@ def options(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--pg", default=os.environ.get(
         "BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432/postgres"),
         help="admin URL of the PostgreSQL server (default: local, user postgres)")
+    parser.add_argument("--rounds", type=int,
+                        help="--baseline: turns of each binary on each query; --scale: turns "
+                             "of each catalog on each request (default 3; smoke 1)")
     parser.add_argument("--keep", action="store_true",
                         help="keep the databases afterwards (their names are printed)")
     parser.add_argument("--no-readme", action="store_true",
@@ -66,30 +75,48 @@ def options(argv: list[str]) -> argparse.Namespace:
     comparison.add_argument("--baseline", metavar="BINARY",
                             help="the older vitrina binary to compare against, "
                                  "e.g. a release build of an earlier commit")
-    comparison.add_argument("--rounds", type=int, default=3,
-                            help="turns of each binary on each query (default 3)")
     comparison.add_argument("--queries", default=",".join(compare.QUERIES),
                             help="comma-separated keys of the query set to compare "
                                  f"(default {','.join(compare.QUERIES)})")
+    growth = parser.add_argument_group(
+        "scale mode",
+        "--scale replaces the full run: for each size and database, a catalog of its own "
+        "is seeded, served, every answer of the scale query set checked, and each request's "
+        "median latency measured with wrk at 1 client; prints each size's median and the "
+        "ratio largest / smallest, and writes them to bench/README.md. --smoke also runs it, "
+        "at 300 and 600 products.")
+    growth.add_argument("--scale", metavar="SIZES", type=sizes,
+                        help="comma-separated catalog sizes, e.g. 100000,1000000")
+    growth.add_argument("--db", choices=["pg", "sqlite", "both"], default="both",
+                        help="the databases of the scale mode (default both)")
     opts = parser.parse_args(argv)
     if opts.smoke and opts.peer:
         parser.error("--smoke runs without the peer")
+    if opts.scale and (opts.peer or opts.baseline or opts.smoke or opts.products):
+        parser.error("--scale runs alone: its sizes replace --products; without "
+                     "--peer, --baseline or --smoke")
+    if opts.db != "both" and not opts.scale:
+        parser.error("--db chooses the databases of --scale")
     if opts.baseline:
         if opts.peer:
             parser.error("--baseline compares two Vitrina binaries, without the peer")
         if not (os.path.isfile(opts.baseline) and os.access(opts.baseline, os.X_OK)):
             parser.error(f"--baseline {opts.baseline}: not an executable file")
-        if opts.rounds < 1:
-            parser.error("--rounds must be at least 1")
         opts.baseline = os.path.abspath(opts.baseline)
     opts.queries = [key for key in opts.queries.split(",") if key]
     unknown = [key for key in opts.queries if key not in compare.comparable()]
     if unknown or not opts.queries:
         parser.error(f"--queries: {', '.join(unknown) or 'no query'}: choose among "
                      + ", ".join(compare.comparable()))
+    if opts.rounds is not None and opts.rounds < 1:
+        parser.error("--rounds must be at least 1")
     smoke = opts.smoke
+    opts.rounds = opts.rounds or (1 if smoke else 3)
     opts.products = opts.products or (300 if smoke else 100_000)
-    opts.duration = opts.duration or (1 if smoke else 10)
+    opts.db = list(scale.BACKENDS) if opts.db == "both" else [opts.db]
+    opts.full = not opts.scale  # the full run (or the comparison); smoke adds the scale mode
+    opts.scale = opts.scale or (SMOKE_SIZES if smoke else None)
+    opts.duration = opts.duration or (1 if smoke else 5 if opts.scale else 10)
     opts.build = opts.build or ("test" if smoke else "release")
     opts.merge_items = opts.merge_items or (200 if smoke else 2000)
     opts.webhook_sessions = opts.webhook_sessions or (20 if smoke else 400)
@@ -99,30 +126,53 @@ def options(argv: list[str]) -> argparse.Namespace:
     return opts
 
 
+def sizes(text: str) -> list[int]:
+    """`--scale`: at least two distinct catalog sizes, kept smallest first."""
+    try:
+        values = sorted({int(part.replace("_", "")) for part in text.split(",") if part})
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text}: comma-separated numbers of products") from None
+    if len(values) < 2 or values[0] < 1:
+        raise argparse.ArgumentTypeError(f"{text}: at least two different sizes, each above 0")
+    return values
+
+
+def runs(opts: argparse.Namespace) -> list[tuple]:
+    """What this invocation runs, in order: (runner, render, README markers)."""
+    out = []
+    if opts.baseline:
+        out.append((compare.Comparison, compare.render, None))
+    elif opts.full:
+        out.append((Run, report.render, report.MARKERS))
+    if opts.scale:
+        out.append((scale.Scale, scale_report.render, scale_report.MARKERS))
+    return out
+
+
 def main(argv: list[str]) -> int:
     opts = options(argv)
     # A TERM (CI timeout, Ctrl-C in a wrapper) still runs the cleanup.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.monotonic()
+    failures = []
     try:
-        with contextlib.ExitStack() as cleanup:
-            results = (compare.Comparison if opts.baseline else Run)(opts, cleanup).execute()
-        text = (compare.render if opts.baseline else report.render)(results)
-        print(text)
-        if opts.readme:
-            report.write_readme(os.path.join(BENCH, "README.md"), text)
-            log("results written to bench/README.md")
+        for runner, render, markers in runs(opts):
+            with contextlib.ExitStack() as cleanup:
+                results = runner(opts, cleanup).execute()
+            text = render(results)
+            print(text)
+            failures += results.get("failures", [])
+            if opts.readme and markers:
+                report.write_readme(os.path.join(BENCH, "README.md"), text, markers)
+                log("results written to bench/README.md")
     except Failed as error:
         log(f"FAILED: {error}")
         return 1
+    if failures:
+        log(f"FAILED: {len(failures)} request(s) of the scale set (listed above)")
+        return 1
     log(f"done in {time.monotonic() - started:.0f}s")
     return 0
-
-
-def remove_sqlite(path: str) -> None:
-    for name in (path, path + "-wal", path + "-shm"):
-        if os.path.exists(name):
-            os.remove(name)
 
 
 class Run(Testbed):

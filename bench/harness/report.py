@@ -7,7 +7,7 @@ import subprocess
 from .cases import PAGE, SAME_QUESTION
 from .proc import Failed
 
-BEGIN, END = "<!-- bench:results:begin -->", "<!-- bench:results:end -->"
+MARKERS = ("<!-- bench:results:begin -->", "<!-- bench:results:end -->")
 DASHBOARDS = ("gql_dashboard_20", "gql_dashboard_100")
 # Noise allowance of the "no more than" comparisons on a shared 2-core machine.
 NOISE = 1.10
@@ -167,13 +167,15 @@ def targets_table(r: dict) -> list[str]:
         f"| {t} | {m} | {verdict(ok)} |" for t, m, ok in rows]
 
 
-def write_readme(path: str, text: str) -> None:
-    """Replaces the generated block of the README; the prose around it is kept."""
+def write_readme(path: str, text: str, markers: tuple[str, str]) -> None:
+    """Replaces a generated block of the README (between `markers`); the
+    prose around it is kept."""
+    begin, end = markers
     with open(path, encoding="utf-8") as f:
         readme = f.read()
-    if BEGIN not in readme or END not in readme:
-        raise Failed(f"{path} lacks the {BEGIN} ... {END} markers")
-    head, rest = readme.split(BEGIN, 1)
-    tail = rest.split(END, 1)[1]
+    if begin not in readme or end not in readme:
+        raise Failed(f"{path} lacks the {begin} ... {end} markers")
+    head, rest = readme.split(begin, 1)
+    tail = rest.split(end, 1)[1]
     with open(path, "w", encoding="utf-8") as f:
-        f.write(f"{head}{BEGIN}\n{text}{END}{tail}")
+        f.write(f"{head}{begin}\n{text}{end}{tail}")

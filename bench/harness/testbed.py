@@ -24,6 +24,16 @@ APPLICATION = {"vitrina-pg": "vitrina_bench", "postgraphile": "postgraphile_benc
 CLIENTS = 8  # the throughput runs' concurrency
 
 
+def sqlite_files(path: str) -> list[str]:
+    """A SQLite database's file and its write-ahead log and index, as present."""
+    return [name for name in (path, path + "-wal", path + "-shm") if os.path.exists(name)]
+
+
+def remove_sqlite(path: str) -> None:
+    for name in sqlite_files(path):
+        os.remove(name)
+
+
 class Testbed:
     def __init__(self, opts: argparse.Namespace, cleanup: contextlib.ExitStack):
         self.opts, self.cleanup = opts, cleanup
@@ -33,9 +43,10 @@ class Testbed:
         self.workdir = os.path.join(BENCH, ".work")
         self.binary = ""  # set by prepare()
 
-    def prepare(self) -> None:
+    def prepare(self, database: bool = True) -> None:
         """Checks the tools, empties the work folder, builds Vitrina and
-        creates the database (dropped at the end unless --keep)."""
+        (unless `database` is false) creates the run's database, dropped at
+        the end unless --keep."""
         for tool in ("psql", "pgbench", "pg_lsclusters", "taskset", "cargo"):
             if not shutil.which(tool):
                 raise Failed(f"{tool} is not installed")
@@ -45,6 +56,8 @@ class Testbed:
         if self.pin.load is None:
             log("warning: one CPU only; the load tool cannot get a core of its own")
         self.binary = vitrina.build(REPO, self.opts.build)
+        if not database:
+            return
         self.pg.create(self.db)
         if self.opts.keep:
             log(f"keeping PostgreSQL database {self.db} (until the next run)")

@@ -63,11 +63,14 @@ def seed(binary: str, database_url: str, products: int, seed_value: int):
     )
 
 
-def finish_seed(process, backend: str) -> None:
+def finish_seed(process, backend: str) -> str:
+    """Waits for `vitrina seed`; returns the last line it printed (its summary)."""
     out, _ = process.communicate()
     if process.returncode != 0:
         raise Failed(f"seeding {backend} failed:\n{out[-2000:]}")
-    log(f"{backend}: {out.strip().splitlines()[-1]}")
+    summary = out.strip().splitlines()[-1]
+    log(f"{backend}: {summary}")
+    return summary
 
 
 def create_key(binary: str, database_url: str) -> str:
