@@ -296,7 +296,37 @@ pub struct JobsConfig {
     /// Days after which submissions, and finished webhook deliveries, are deleted.
     #[arg(long, env = "VITRINA_RETENTION_DAYS", default_value_t = 90)]
     pub retention_days: u64,
+
+    /// Days of price history kept; older observations are deleted, except
+    /// the last of each price variant before then, which still says what
+    /// the price was. 0 keeps the whole history: it is the product's data.
+    #[arg(
+        long,
+        env = "VITRINA_PRICE_HISTORY_RETENTION_DAYS",
+        default_value_t = 0
+    )]
+    pub price_history_retention_days: u64,
+
+    /// Rows one retention delete removes at most; each delete is a short
+    /// transaction of its own, so no lock is held for long.
+    #[arg(long, env = "VITRINA_RETENTION_BATCH", default_value_t = DEFAULT_RETENTION_BATCH,
+        value_parser = clap::value_parser!(u64).range(1..))]
+    pub retention_batch: u64,
+
+    /// Retention deletes one scheduler tick runs at most; what is left
+    /// waits for the next tick, so a large backlog never holds up merges.
+    #[arg(long, env = "VITRINA_RETENTION_BATCHES_PER_TICK", default_value_t = DEFAULT_RETENTION_BATCHES_PER_TICK,
+        value_parser = clap::value_parser!(u64).range(1..))]
+    pub retention_batches_per_tick: u64,
 }
+
+/// Rows one retention delete removes when `VITRINA_RETENTION_BATCH` is not
+/// set. See README, "Retention", for the measured cost of a batch.
+pub const DEFAULT_RETENTION_BATCH: u64 = 5_000;
+
+/// Retention deletes per tick when `VITRINA_RETENTION_BATCHES_PER_TICK` is
+/// not set.
+pub const DEFAULT_RETENTION_BATCHES_PER_TICK: u64 = 20;
 
 impl Default for JobsConfig {
     fn default() -> Self {
@@ -306,6 +336,9 @@ impl Default for JobsConfig {
             merge_lease_secs: 300,
             merge_max_attempts: 3,
             retention_days: 90,
+            price_history_retention_days: 0,
+            retention_batch: DEFAULT_RETENTION_BATCH,
+            retention_batches_per_tick: DEFAULT_RETENTION_BATCHES_PER_TICK,
         }
     }
 }
@@ -776,6 +809,13 @@ mod tests {
         assert!(Serve::try_parse_from(["vitrina", &most]).is_ok());
         let over = format!("--http-probe-connections={}", MAX_PROBE_CONNECTIONS + 1);
         assert!(Serve::try_parse_from(["vitrina", &over]).is_err());
+    }
+
+    #[test]
+    fn retention_batches_refuse_zero() {
+        for flag in ["--retention-batch=0", "--retention-batches-per-tick=0"] {
+            assert!(Serve::try_parse_from(["vitrina", flag]).is_err(), "{flag}");
+        }
     }
 
     #[test]

@@ -15,6 +15,7 @@ mod m20261128_000016_seller_url_null;
 mod m20261128_000017_idempotency_fingerprint;
 mod m20261128_000018_persisted_query_owners;
 mod m20261128_000019_product_stored_size;
+mod m20261129_000022_retention_indexes;
 
 pub struct Migrator;
 
@@ -34,6 +35,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261128_000017_idempotency_fingerprint::Migration),
             Box::new(m20261128_000018_persisted_query_owners::Migration),
             Box::new(m20261128_000019_product_stored_size::Migration),
+            Box::new(m20261129_000022_retention_indexes::Migration),
         ]
     }
 }

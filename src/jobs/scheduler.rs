@@ -13,7 +13,8 @@ use sea_orm::{DatabaseConnection, DbErr};
 use tokio::sync::watch;
 
 use super::merge::{self, MergeReport, MergeSettings, Unreturned};
-use super::{retention, snapshots};
+use super::retention::{self, Retention, RetentionSettings};
+use super::snapshots;
 use crate::clock::Clock;
 use crate::config::Settings;
 use crate::events::SessionEvents;
@@ -24,7 +25,8 @@ pub struct Jobs {
     pub db: DatabaseConnection,
     pub clock: crate::clock::SharedClock,
     pub merge: MergeSettings,
-    pub retention: TimeDelta,
+    /// What retention deletes, and where its walk of the price history is.
+    pub retention: Retention,
     /// How much of each list a snapshot keeps.
     pub snapshots: snapshots::Kept,
     pub sender: Sender,
@@ -49,7 +51,8 @@ impl std::fmt::Display for TickReport {
         write!(
             f,
             "merged {}, flagged {}, rejected {}, leases released {}, sessions completed {}; \
-             webhook attempts {} ({} succeeded, {} to retry, {} failed); snapshot made: {}; purged {} submissions, {} webhook deliveries",
+             webhook attempts {} ({} succeeded, {} to retry, {} failed); snapshot made: {}; purged {} submissions, {} webhook deliveries, {} price observations \
+             in {} batches{}",
             m.merged,
             m.flagged,
             m.rejected,
@@ -61,7 +64,14 @@ impl std::fmt::Display for TickReport {
             d.failed,
             if self.snapshot_made { "yes" } else { "no" },
             self.purged.submissions,
-            self.purged.deliveries
+            self.purged.deliveries,
+            self.purged.observations,
+            self.purged.batches,
+            if self.purged.unfinished {
+                " (more next tick)"
+            } else {
+                ""
+            }
         )
     }
 }
@@ -87,7 +97,7 @@ impl Jobs {
                 public_url: public_url.to_owned(),
                 max_product_bytes: settings.sizes.max_product_bytes(),
             },
-            retention: TimeDelta::days(jobs.retention_days as i64),
+            retention: Retention::new(RetentionSettings::of(jobs)),
             snapshots: snapshots::Kept::of(settings),
             sender,
             events,
@@ -124,7 +134,7 @@ impl Jobs {
             merge,
             deliveries: crate::webhooks::deliver_due(&self.db, clock, &self.sender).await?,
             snapshot_made: snapshots::ensure_today(&self.db, clock.now(), self.snapshots).await?,
-            purged: retention::purge(&self.db, clock.now(), self.retention).await?,
+            purged: self.retention.purge(&self.db, clock.now()).await?,
         })
     }
 

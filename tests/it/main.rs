@@ -55,6 +55,7 @@ mod rest_access;
 mod rest_contract;
 mod rest_products;
 mod rest_sessions;
+mod retention_batches;
 mod serve;
 mod shutdown;
 mod unmergeable_rows;

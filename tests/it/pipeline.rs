@@ -781,7 +781,10 @@ async fn retention_deletes_old_submissions_and_fires_nothing() {
         .await
         .unwrap();
     app.clock.advance(TimeDelta::days(91));
-    let purged = vitrina::jobs::retention::purge(&app.db, app.clock.now(), TimeDelta::days(90))
+    let purged = app
+        .jobs()
+        .retention
+        .purge(&app.db, app.clock.now())
         .await
         .unwrap();
     assert_eq!(purged.submissions, 1);

@@ -151,7 +151,11 @@ async fn retention_deletes_finished_deliveries_with_their_attempts_and_keeps_unf
 
     h.advance(TimeDelta::days(91));
     h.complete_session().await;
-    let purged = vitrina::jobs::retention::purge(&h.app.db, h.now(), TimeDelta::days(90))
+    let purged = h
+        .app
+        .jobs()
+        .retention
+        .purge(&h.app.db, h.now())
         .await
         .unwrap();
     assert_eq!(purged.deliveries, 1);
