@@ -51,6 +51,7 @@ mod rest_access;
 mod rest_contract;
 mod rest_products;
 mod rest_sessions;
+mod seeding;
 mod serve;
 mod shutdown;
 mod unmergeable_rows;
