@@ -18,7 +18,7 @@ use crate::config::{DatabaseConfig, ServeConfig};
 use crate::error::Error;
 use crate::events::SessionEvents;
 use crate::jobs::scheduler::Jobs;
-use crate::seed::{self, SeedOptions};
+use crate::seed::{self, Progress, SeedOptions};
 use crate::server;
 use crate::state::AppState;
 use crate::webhooks::Sender;
@@ -145,7 +145,7 @@ impl Cli {
             }
             Command::Seed(options) => {
                 db::migrate(&conn).await?;
-                let report = seed::seed(&conn, &options).await?;
+                let report = seed::seed_showing(&conn, &options, Progress::Stderr).await?;
                 println!("{report}");
                 if let Some(key) = report.demo_key {
                     println!("demo API key (shown once): {key}");

@@ -363,7 +363,7 @@ pub fn pool_info(db: &DatabaseConnection) -> PoolInfo {
 
 /// Bound parameters per statement, below SQLite's limit of 32,766 (PostgreSQL
 /// allows 65,535).
-const MAX_PARAMS: usize = 30_000;
+pub(crate) const MAX_PARAMS: usize = 30_000;
 
 /// Inserts many rows with as few multi-row INSERT statements as the
 /// parameter limits allow.

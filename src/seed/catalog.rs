@@ -6,29 +6,24 @@ use std::collections::BTreeSet;
 use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
 use entity::{
     Marketplace, StringList, TrustStatus, UserAuthStatus, current_price, price_observation,
-    product, product_category, product_translation, seller, special_price,
+    product, product_translation, seller, special_price,
 };
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
-use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ConnectionTrait, DbErr, IntoActiveModel, StreamTrait,
-};
+use sea_orm::TryIntoModel;
 use serde_json::{Value, json};
-use uuid::Uuid;
 
+use super::ids::{Ids, Kind};
+use super::load::Rows;
 use super::vocab::{self, Names};
-use crate::db::insert_batched;
-use crate::jobs::merge::size;
+use crate::query::products::ProductView;
 use crate::text::{self, SearchKeys};
+use crate::views::{self, size::json_len};
 
 /// Products per seller, on average.
 const PRODUCTS_PER_SELLER: u64 = 40;
 /// How many generated products are kept for the demo sessions.
 const SAMPLE: usize = 24;
-
-pub fn random_uuid(rng: &mut ChaCha8Rng) -> Uuid {
-    uuid::Builder::from_random_bytes(rng.random()).into_uuid()
-}
 
 fn pick<'a, T>(rng: &mut ChaCha8Rng, items: &'a [T]) -> &'a T {
     &items[rng.random_range(0..items.len())]
@@ -46,56 +41,25 @@ fn ago(days: i64, seconds: i64) -> DateTime<Utc> {
     super::anchor() - TimeDelta::days(days) - TimeDelta::seconds(seconds)
 }
 
-/// The seller a product is attributed to.
-#[derive(Debug, Clone)]
-struct SellerRef {
-    id: Uuid,
-    marketplace: Marketplace,
-}
-
-/// Everything generated for one batch of products, inserted together.
-#[derive(Default)]
-pub struct ProductBatch {
-    pub products: Vec<product::ActiveModel>,
-    pub translations: Vec<product_translation::ActiveModel>,
-    pub categories: Vec<product_category::ActiveModel>,
-    pub observations: Vec<price_observation::ActiveModel>,
-    pub current: Vec<current_price::ActiveModel>,
-    pub special: Vec<special_price::ActiveModel>,
-}
-
-impl ProductBatch {
-    /// Inserts the batch, then measures its products as the merge would
-    /// (`products.stored_size`).
-    pub async fn insert(self, db: &(impl ConnectionTrait + StreamTrait)) -> Result<(), DbErr> {
-        let ids: Vec<Uuid> = self
-            .products
-            .iter()
-            .filter_map(|p| p.id.try_as_ref().copied())
-            .collect();
-        insert_batched(db, self.products).await?;
-        insert_batched(db, self.translations).await?;
-        insert_batched(db, self.categories).await?;
-        insert_batched(db, self.observations).await?;
-        insert_batched(db, self.current).await?;
-        insert_batched(db, self.special).await?;
-        size::record_all(db, &ids).await
-    }
-}
-
 /// The generator's memory between batches: brands, sellers, and a sample of
 /// products for the demo sessions.
 pub struct Catalog {
+    ids: Ids,
     products: u64,
     brands: Vec<String>,
-    sellers: Vec<SellerRef>,
+    sellers: Vec<seller::Model>,
     made: u64,
-    /// The first products generated, with their first price variant.
+    /// Ids of the rows of the price tables: numbered in the order made, so
+    /// they are the same in every run, whatever a sequence says.
+    next_observation: i64,
+    next_current: i64,
+    next_special: i64,
+    /// The first products generated, for the demo sessions.
     pub sample: Vec<product::Model>,
 }
 
 impl Catalog {
-    pub fn new(rng: &mut ChaCha8Rng, products: u64) -> Self {
+    pub fn new(rng: &mut ChaCha8Rng, ids: Ids, products: u64) -> Self {
         let mut brands: Vec<String> = vocab::BRANDS.iter().map(|b| (*b).to_owned()).collect();
         // Larger datasets get hundreds of extra brands made of syllables.
         let extra = (products / 200).min(1000);
@@ -116,23 +80,26 @@ impl Catalog {
             }
         }
         Catalog {
+            ids,
             products,
             brands,
             sellers: Vec::new(),
             made: 0,
+            next_observation: 1,
+            next_current: 1,
+            next_special: 1,
             sample: Vec::new(),
         }
     }
 
     /// Generates the sellers. Some legal entities sell on several marketplaces
     /// under one TIN.
-    pub fn sellers(&mut self, rng: &mut ChaCha8Rng) -> Vec<seller::Model> {
+    pub fn sellers(&mut self, rng: &mut ChaCha8Rng) -> Rows {
         let count = (self.products / PRODUCTS_PER_SELLER).max(8) as usize;
         let mut out: Vec<seller::Model> = Vec::with_capacity(count);
         for i in 0..count {
             let marketplace = Marketplace::ALL[i % Marketplace::ALL.len()];
-            let id_len = rng.random_range(6..10);
-            let seller_id = digits(rng, "", id_len);
+            let seller_id = self.ids.seller_id(i as u64);
             let legal_entity = rng.random_bool(0.7);
             let (mut name, mut tin, mut psrn) = if legal_entity {
                 (
@@ -169,7 +136,7 @@ impl Catalog {
             };
             let first_seen_at = ago(rng.random_range(200..400), rng.random_range(0..86_400));
             out.push(seller::Model {
-                id: random_uuid(rng),
+                id: self.ids.uuid(Kind::Seller, i as u64),
                 marketplace,
                 seller_id,
                 name,
@@ -194,30 +161,28 @@ impl Catalog {
                 last_seen_at: ago(rng.random_range(0..30), rng.random_range(0..86_400)),
             });
         }
-        self.sellers = out
-            .iter()
-            .map(|s| SellerRef {
-                id: s.id,
-                marketplace: s.marketplace,
-            })
-            .collect();
-        out
+        self.sellers = out.clone();
+        Rows {
+            sellers: out,
+            ..Rows::default()
+        }
     }
 
     /// Generates the next `count` products with everything that hangs off them.
-    pub fn products(&mut self, rng: &mut ChaCha8Rng, count: u64) -> ProductBatch {
-        let mut batch = ProductBatch::default();
+    pub fn products(&mut self, rng: &mut ChaCha8Rng, count: u64) -> Rows {
+        let mut batch = Rows::default();
         for _ in 0..count {
             self.product(rng, &mut batch);
         }
         batch
     }
 
-    fn product(&mut self, rng: &mut ChaCha8Rng, batch: &mut ProductBatch) {
+    fn product(&mut self, rng: &mut ChaCha8Rng, batch: &mut Rows) {
         let index = self.made;
         self.made += 1;
-        let seller = self.sellers[rng.random_range(0..self.sellers.len())].clone();
-        let id = random_uuid(rng);
+        let seller = rng.random_range(0..self.sellers.len());
+        let marketplace = self.sellers[seller].marketplace;
+        let id = self.ids.uuid(Kind::Product, index);
 
         // Category path in three languages; about one product in twenty has none.
         let (paths, noun): ([Vec<String>; 3], &Names) = if rng.random_bool(0.05) {
@@ -272,8 +237,8 @@ impl Catalog {
         let first_seen_at = ago(age_days, rng.random_range(0..86_400));
         let last_seen_at =
             ago(rng.random_range(0..age_days), rng.random_range(0..3600)).max(first_seen_at);
-        let external_id = digits(rng, "", 9);
-        let host = match seller.marketplace {
+        let external_id = self.ids.external_id(index);
+        let host = match marketplace {
             Marketplace::Wildberries => {
                 format!("https://www.wildberries.ru/catalog/{external_id}/detail.aspx")
             }
@@ -308,12 +273,14 @@ impl Catalog {
                 .iter()
                 .map(|&l| (names[l].as_str(), paths[l].as_slice())),
         );
-        batch
-            .categories
-            .extend(keys.category_rows(id, first_seen_at));
-        let model = product::Model {
+        batch.categories.extend(
+            keys.category_rows(id, first_seen_at)
+                .into_iter()
+                .filter_map(|row| row.try_into_model().ok()),
+        );
+        let mut model = product::Model {
             id,
-            marketplace: seller.marketplace,
+            marketplace,
             url: text::normalize_url(&host),
             image_cover: image(1),
             name: names[0].clone(),
@@ -329,7 +296,7 @@ impl Catalog {
             } else {
                 vec![]
             }),
-            seller_ref: seller.id,
+            seller_ref: self.sellers[seller].id,
             seller_code_key: keys.seller_code_key,
             seller_code,
             name_search: keys.name_search,
@@ -340,37 +307,49 @@ impl Catalog {
             default_language: "ru".to_owned(),
             first_seen_at,
             last_seen_at,
-            // Measured once the batch is written.
+            // Measured below, once everything it shows is made.
             stored_size: 0,
         };
 
-        for &lang in &languages {
-            if lang != 0 {
-                batch.translations.push(
-                    product_translation::Model {
-                        product_id: id,
-                        language: vocab::LANGUAGES[lang].to_owned(),
-                        name: names[lang].clone(),
-                        category_path: StringList(paths[lang].clone()),
-                        attributes: attributes(lang),
-                        updated_at: last_seen_at,
-                    }
-                    .into_active_model()
-                    .reset_all(),
-                );
-            }
-        }
-
-        self.prices(rng, &model, batch);
+        let translations: Vec<product_translation::Model> = languages
+            .iter()
+            .filter(|&&lang| lang != 0)
+            .map(|&lang| product_translation::Model {
+                product_id: id,
+                language: vocab::LANGUAGES[lang].to_owned(),
+                name: names[lang].clone(),
+                category_path: StringList(paths[lang].clone()),
+                attributes: attributes(lang),
+                updated_at: last_seen_at,
+            })
+            .collect();
+        let (current, special) = self.prices(rng, &model, &mut batch.observations);
+        model.stored_size = stored_size(ProductView {
+            product: model.clone(),
+            seller: Some(self.sellers[seller].clone()),
+            prices: current.clone(),
+            special_prices: special.clone(),
+            translations: translations.clone(),
+        });
+        batch.translations.extend(translations);
+        batch.current.extend(current);
+        batch.special.extend(special);
         if self.sample.len() < SAMPLE {
             self.sample.push(model.clone());
         }
-        batch.products.push(model.into_active_model().reset_all());
+        batch.products.push(model);
     }
 
-    /// A random-walk price history per variant between first and last seen;
-    /// the last observation of each variant is its current price.
-    fn prices(&self, rng: &mut ChaCha8Rng, product: &product::Model, batch: &mut ProductBatch) {
+    /// A random-walk price history per variant between first and last seen,
+    /// added to `history`; the last observation of each variant is its
+    /// current price. Returns the current and special prices.
+    fn prices(
+        &mut self,
+        rng: &mut ChaCha8Rng,
+        product: &product::Model,
+        history: &mut Vec<price_observation::Model>,
+    ) -> (Vec<current_price::Model>, Vec<special_price::Model>) {
+        let (mut current, mut special) = (Vec::new(), Vec::new());
         let variant_count = rng.random_range(1..=3);
         let first = rng.random_range(0..vocab::VARIANTS.len());
         let base = f64::from(rng.random_range(90..40_000u32));
@@ -391,7 +370,7 @@ impl Catalog {
             };
             let observations = rng.random_range(3..=8);
             let mut price = base * rate;
-            let mut last = None;
+            let first_row = history.len();
             for k in 0..observations {
                 price = (price * rng.random_range(0.9..1.1)).max(1.0);
                 let recorded_at = product.first_seen_at
@@ -399,7 +378,7 @@ impl Catalog {
                 let stock_status =
                     vocab::STOCK_STATUSES[rng.random_range(0..vocab::STOCK_STATUSES.len())];
                 let row = price_observation::Model {
-                    id: 0,
+                    id: self.next_observation,
                     product_id: product.id,
                     country_code: country.to_owned(),
                     region_code: region.map(str::to_owned),
@@ -412,39 +391,65 @@ impl Catalog {
                         .then(|| rng.random_range(1..500)),
                     recorded_at,
                 };
-                let mut active = row.clone().into_active_model().reset_all();
-                active.id = sea_orm::NotSet;
-                batch.observations.push(active);
-                last = Some(row);
+                self.next_observation += 1;
+                history.push(row);
             }
-            if let Some(row) = last {
-                batch.current.push(current_price::ActiveModel {
-                    id: sea_orm::NotSet,
-                    product_id: Set(row.product_id),
-                    country_code: Set(row.country_code),
-                    region_code: Set(row.region_code),
-                    user_auth_status: Set(row.user_auth_status),
-                    price: Set(row.price),
-                    old_price: Set(row.old_price),
-                    currency: Set(row.currency),
-                    stock_status: Set(row.stock_status),
-                    stock_quantity: Set(row.stock_quantity),
-                    recorded_at: Set(row.recorded_at),
-                });
+            if let Some(row) = history[first_row..].last().cloned() {
                 if v == 0 && rng.random_bool(0.3) {
-                    batch.special.push(special_price::ActiveModel {
-                        id: sea_orm::NotSet,
-                        product_id: Set(product.id),
-                        country_code: Set(country.to_owned()),
-                        region_code: Set(region.unwrap_or_default().to_owned()),
-                        user_auth_status: Set(auth),
-                        min: Set((row.price * 0.8).round()),
-                        max: Set(row.price),
+                    special.push(special_price::Model {
+                        id: self.next_special,
+                        product_id: product.id,
+                        country_code: country.to_owned(),
+                        region_code: region.unwrap_or_default().to_owned(),
+                        user_auth_status: auth,
+                        min: (row.price * 0.8).round(),
+                        max: row.price,
                     });
+                    self.next_special += 1;
                 }
+                current.push(current_price::Model {
+                    id: self.next_current,
+                    product_id: row.product_id,
+                    country_code: row.country_code,
+                    region_code: row.region_code,
+                    user_auth_status: row.user_auth_status,
+                    price: row.price,
+                    old_price: row.old_price,
+                    currency: row.currency,
+                    stock_status: row.stock_status,
+                    stock_quantity: row.stock_quantity,
+                    recorded_at: row.recorded_at,
+                });
+                self.next_current += 1;
             }
         }
+        (current, special)
     }
+
+    /// The external id of a product the catalog does not hold: the demo's
+    /// items not merged yet. `n` counts them from zero.
+    pub fn unknown_external_id(&self, n: u64) -> String {
+        self.ids.external_id(self.products + n)
+    }
+
+    /// The id of the demo's scrape session `n`.
+    pub fn session_id(&self, n: u64) -> uuid::Uuid {
+        self.ids.uuid(Kind::Session, n)
+    }
+
+    /// The marketplace's id of the seller with internal id `id`.
+    pub fn seller_id(&self, id: uuid::Uuid) -> Option<&str> {
+        self.sellers
+            .iter()
+            .find(|s| s.id == id)
+            .map(|s| s.seller_id.as_str())
+    }
+}
+
+/// Bytes of the product's v1 JSON, as the merge measures it
+/// (`jobs::merge::size`) from the rows it reads back.
+fn stored_size(view: ProductView) -> i64 {
+    i64::try_from(json_len(&views::Product::from(view))).unwrap_or(i64::MAX)
 }
 
 /// A scraped item as the extension would upload it, for the demo sessions.

@@ -2,7 +2,7 @@
 //! are in every status, so `/me/scrapes` has something to show.
 
 use chrono::TimeDelta;
-use entity::{SubmissionStatus, scrape_session, seller, submission};
+use entity::{SubmissionStatus, scrape_session, submission};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use sea_orm::{
@@ -10,7 +10,7 @@ use sea_orm::{
 };
 use serde_json::Value;
 
-use super::catalog::{Catalog, item_payload, random_uuid};
+use super::catalog::{Catalog, item_payload};
 use super::{DEMO_ACCOUNT, anchor};
 use crate::accounts;
 use crate::db::insert_batched;
@@ -50,14 +50,14 @@ pub async fn seed_demo_account(
 ) -> Result<DemoSeed, Error> {
     let now = anchor();
     let key = accounts::create_key(db, DEMO_ACCOUNT, now).await?;
-    let mut sample = Vec::new();
-    for product in &catalog.sample {
-        let seller = seller::Entity::find_by_id(product.seller_ref)
-            .one(db)
-            .await?;
-        let seller_id = seller.map(|s| s.seller_id).unwrap_or_default();
-        sample.push((product, item_payload(product, &seller_id)));
-    }
+    let sample: Vec<_> = catalog
+        .sample
+        .iter()
+        .map(|product| {
+            let seller_id = catalog.seller_id(product.seller_ref).unwrap_or_default();
+            (product, item_payload(product, seller_id))
+        })
+        .collect();
     if sample.is_empty() {
         return Ok(DemoSeed {
             sessions: 0,
@@ -67,11 +67,12 @@ pub async fn seed_demo_account(
 
     let txn = db.begin().await?;
     let mut next = 0usize;
+    let mut unknown = 0;
     for (i, (source_type, intent, statuses)) in PLANS.iter().enumerate() {
         let created_at = now - TimeDelta::days((PLANS.len() - i) as i64)
             + TimeDelta::minutes(rng.random_range(0..600));
         let session = scrape_session::Model {
-            id: random_uuid(rng),
+            id: catalog.session_id(i as u64),
             account_id: key.key.account_id,
             api_key_id: key.key.id,
             source_type: (*source_type).to_owned(),
@@ -106,7 +107,8 @@ pub async fn seed_demo_account(
                 ),
                 // Not merged yet: items of products the catalog does not hold.
                 Pending | Processing => {
-                    let external_id = format!("9{}", rng.random_range(10_000_000..99_999_999));
+                    let external_id = catalog.unknown_external_id(unknown);
+                    unknown += 1;
                     (
                         with_field(payload, "external_id", Value::String(external_id)),
                         None,

@@ -56,6 +56,7 @@ mod rest_contract;
 mod rest_products;
 mod rest_sessions;
 mod retention_batches;
+mod seeding;
 mod serve;
 mod shutdown;
 mod unmergeable_rows;

@@ -1,0 +1,256 @@
+//! PostgreSQL: `COPY ... FROM STDIN (FREEZE)` into the loaded tables, emptied
+//! by `TRUNCATE` in the same transaction, with their indexes and foreign
+//! keys dropped until the end.
+//!
+//! FREEZE writes the rows frozen and their pages all-visible: neither the
+//! first reads nor the closing VACUUM rewrite every page to set hint bits,
+//! and counts can use index-only scans at once. What is dropped is read from
+//! the catalog (`pg_get_indexdef`, `pg_get_constraintdef`) at the start and
+//! created again from those definitions, so an index a later migration adds
+//! comes back as it was.
+
+use std::sync::Arc;
+
+use sea_orm::sqlx::postgres::PgRow;
+use sea_orm::sqlx::{self, AssertSqlSafe, Postgres, Row, Transaction};
+use sea_orm::{
+    DatabaseConnection, DbErr, EntityTrait, IdenStatic, Iterable, ModelTrait, RuntimeErr, Value,
+};
+
+use super::{Encoder, Rows, tables};
+
+/// Memory each index build may sort in (the server's default is 64 MB, so a
+/// million-row index would sort on disk). Set for the load's transaction
+/// only.
+const INDEX_BUILD_MEMORY: &str = "1GB";
+
+/// A batch as `COPY` statements and their data, in text format.
+pub struct Batch {
+    tables: Vec<(String, Vec<u8>)>,
+}
+
+impl Batch {
+    pub fn of(rows: &Rows) -> Result<Self, DbErr> {
+        let mut batch = Batch { tables: Vec::new() };
+        rows.encode(&mut batch)?;
+        Ok(batch)
+    }
+}
+
+impl Encoder for Batch {
+    fn table<E: EntityTrait>(&mut self, rows: &[E::Model]) -> Result<(), DbErr> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let columns: Vec<E::Column> = E::Column::iter().collect();
+        let names: Vec<String> = columns.iter().map(|c| quoted(c.as_str())).collect();
+        let statement = format!(
+            "COPY {} ({}) FROM STDIN (FREEZE)",
+            quoted(E::default().table_name()),
+            names.join(", ")
+        );
+        let mut data = Vec::with_capacity(rows.len() * 64 * columns.len());
+        for row in rows {
+            for (i, column) in columns.iter().enumerate() {
+                if i > 0 {
+                    data.push(b'\t');
+                }
+                copy_text(&mut data, &row.get(*column))?;
+            }
+            data.push(b'\n');
+        }
+        self.tables.push((statement, data));
+        Ok(())
+    }
+}
+
+/// A load under way on one connection, in one transaction.
+pub struct Load {
+    txn: Transaction<'static, Postgres>,
+    /// Statements that give the loaded tables back what the load took down,
+    /// and set their sequences past the ids written.
+    restore: Vec<String>,
+}
+
+impl Load {
+    pub async fn begin(db: &DatabaseConnection) -> Result<Self, DbErr> {
+        let mut txn = db
+            .get_postgres_connection_pool()
+            .begin()
+            .await
+            .map_err(exec)?;
+        let tables: Vec<String> = tables().into_iter().map(quoted).collect();
+        let (drop, restore) = take_down(&mut txn, &tables).await?;
+        for statement in drop {
+            run(&mut txn, statement).await?;
+        }
+        run(&mut txn, format!("TRUNCATE {}", tables.join(", "))).await?;
+        run(
+            &mut txn,
+            format!("SET LOCAL maintenance_work_mem = '{INDEX_BUILD_MEMORY}'"),
+        )
+        .await?;
+        Ok(Load { txn, restore })
+    }
+
+    pub async fn write(&mut self, batch: Batch) -> Result<(), DbErr> {
+        for (statement, data) in batch.tables {
+            let mut copy = self.txn.copy_in_raw(&statement).await.map_err(exec)?;
+            copy.send(data).await.map_err(exec)?;
+            copy.finish().await.map_err(exec)?;
+        }
+        Ok(())
+    }
+
+    pub async fn finish(mut self) -> Result<(), DbErr> {
+        for statement in std::mem::take(&mut self.restore) {
+            run(&mut self.txn, statement).await?;
+        }
+        self.txn.commit().await.map_err(exec)
+    }
+}
+
+/// What the load drops, in order, and what gives it back afterwards:
+/// foreign keys from, to and between the loaded tables, their primary keys
+/// and unique constraints, their other indexes; then the sequences of their
+/// columns, to be set past the largest id loaded.
+async fn take_down(
+    txn: &mut Transaction<'static, Postgres>,
+    tables: &[String],
+) -> Result<(Vec<String>, Vec<String>), DbErr> {
+    let constraints = sqlx::query(
+        "SELECT format('ALTER TABLE %s DROP CONSTRAINT %I', c.conrelid::regclass, c.conname),
+                format('ALTER TABLE %s ADD CONSTRAINT %I %s', c.conrelid::regclass, c.conname,
+                       pg_get_constraintdef(c.oid)),
+                c.contype = 'f'
+         FROM pg_constraint c
+         WHERE (c.contype IN ('p', 'u') AND c.conrelid = ANY($1::text[]::regclass[]))
+            OR (c.contype = 'f' AND (c.conrelid = ANY($1::text[]::regclass[])
+                                     OR c.confrelid = ANY($1::text[]::regclass[])))
+         ORDER BY c.conrelid, c.conname",
+    )
+    .bind(tables)
+    .fetch_all(&mut **txn)
+    .await
+    .map_err(exec)?;
+    let indexes = sqlx::query(
+        "SELECT format('DROP INDEX %s', i.indexrelid::regclass), pg_get_indexdef(i.indexrelid)
+         FROM pg_index i
+         WHERE i.indrelid = ANY($1::text[]::regclass[])
+           AND NOT EXISTS (SELECT 1 FROM pg_constraint c
+                           WHERE c.conindid = i.indexrelid AND c.contype IN ('p', 'u', 'x'))
+         ORDER BY i.indrelid, i.indexrelid::regclass::text",
+    )
+    .bind(tables)
+    .fetch_all(&mut **txn)
+    .await
+    .map_err(exec)?;
+    let sequences = sqlx::query(
+        "SELECT format('SELECT setval(%L, coalesce(max(%I), 0) + 1, false) FROM %s',
+                       pg_get_serial_sequence(a.attrelid::regclass::text, a.attname),
+                       a.attname, a.attrelid::regclass)
+         FROM pg_attribute a
+         WHERE a.attrelid = ANY($1::text[]::regclass[]) AND a.attnum > 0
+           AND NOT a.attisdropped
+           AND pg_get_serial_sequence(a.attrelid::regclass::text, a.attname) IS NOT NULL
+         ORDER BY a.attrelid, a.attnum",
+    )
+    .bind(tables)
+    .fetch_all(&mut **txn)
+    .await
+    .map_err(exec)?;
+
+    let text = |rows: &[PgRow], column: usize| -> Result<Vec<String>, DbErr> {
+        rows.iter()
+            .map(|row| row.try_get::<String, _>(column).map_err(exec))
+            .collect()
+    };
+    let (foreign, keys): (Vec<PgRow>, Vec<PgRow>) = constraints
+        .into_iter()
+        .partition(|row| row.try_get::<bool, _>(2).unwrap_or(false));
+    let drop = [text(&foreign, 0)?, text(&keys, 0)?, text(&indexes, 0)?].concat();
+    let restore = [
+        text(&keys, 1)?,
+        text(&indexes, 1)?,
+        text(&foreign, 1)?,
+        text(&sequences, 0)?,
+    ]
+    .concat();
+    Ok((drop, restore))
+}
+
+async fn run(txn: &mut Transaction<'static, Postgres>, statement: String) -> Result<(), DbErr> {
+    sqlx::raw_sql(AssertSqlSafe(statement))
+        .execute(&mut **txn)
+        .await
+        .map(|_| ())
+        .map_err(exec)
+}
+
+fn exec(err: sqlx::Error) -> DbErr {
+    DbErr::Exec(RuntimeErr::SqlxError(Arc::new(err)))
+}
+
+/// An identifier in double quotes.
+fn quoted(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// Appends `value` in `COPY`'s text format: `\N` for NULL, backslash, tab,
+/// newline and carriage return escaped.
+fn copy_text(out: &mut Vec<u8>, value: &Value) -> Result<(), DbErr> {
+    use std::io::Write;
+    match value {
+        Value::Bool(Some(b)) => out.push(if *b { b't' } else { b'f' }),
+        Value::Int(Some(n)) => write_text(out, n)?,
+        Value::BigInt(Some(n)) => write_text(out, n)?,
+        Value::Double(Some(n)) => write_text(out, n)?,
+        Value::String(Some(s)) => escaped(out, s.as_bytes()),
+        Value::Json(Some(json)) => {
+            let json = serde_json::to_vec(json).map_err(|e| DbErr::Json(e.to_string()))?;
+            escaped(out, &json);
+        }
+        Value::Uuid(Some(id)) => {
+            let mut buf = uuid::Uuid::encode_buffer();
+            out.extend_from_slice(id.hyphenated().encode_lower(&mut buf).as_bytes());
+        }
+        Value::ChronoDateTimeUtc(Some(at)) => {
+            write!(out, "{}", at.format("%Y-%m-%d %H:%M:%S%.f+00"))
+                .map_err(|e| DbErr::Custom(e.to_string()))?;
+        }
+        Value::ChronoDate(Some(day)) => write_text(out, day)?,
+        Value::Bool(None)
+        | Value::Int(None)
+        | Value::BigInt(None)
+        | Value::Double(None)
+        | Value::String(None)
+        | Value::Json(None)
+        | Value::Uuid(None)
+        | Value::ChronoDateTimeUtc(None)
+        | Value::ChronoDate(None) => out.extend_from_slice(b"\\N"),
+        other => {
+            return Err(DbErr::Custom(format!(
+                "the seed cannot write a {other:?} value"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A value whose text needs no escaping (numbers, dates).
+fn write_text(out: &mut Vec<u8>, value: &impl std::fmt::Display) -> Result<(), DbErr> {
+    use std::io::Write;
+    write!(out, "{value}").map_err(|e| DbErr::Custom(e.to_string()))
+}
+
+fn escaped(out: &mut Vec<u8>, bytes: &[u8]) {
+    for &b in bytes {
+        match b {
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            _ => out.push(b),
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! SQLite: multi-row `INSERT`s, each as many rows as the bound-parameter
+//! limit allows, in one transaction on a connection of the load's own.
+//!
+//! That connection checks no foreign keys (the generator makes every
+//! reference before it is used; a test runs `PRAGMA foreign_key_check`) and
+//! keeps a large page cache, so the indexes built at the end sort in memory.
+//! Both settings live on that connection alone and end with it. The journal
+//! stays as the database has it (WAL, `synchronous=NORMAL`): if the process is
+//! killed, the transaction was never committed and the file is as before the
+//! seed.
+
+use sea_orm::sqlx::sqlite::SqlitePoolOptions;
+use sea_orm::{
+    ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbBackend, DbErr, EntityTrait,
+    IdenStatic, Iterable, ModelTrait, SqlxSqliteConnector, Statement, Value,
+};
+
+use super::{Encoder, Rows, tables};
+use crate::db::MAX_PARAMS;
+
+/// Page cache of the load's connection, in KiB: enough for the largest
+/// index of a million products to be sorted in memory.
+const CACHE_KIB: u32 = 512 * 1024;
+
+/// A batch as `INSERT` statements with their values.
+pub struct Batch {
+    statements: Vec<Statement>,
+}
+
+impl Batch {
+    pub fn of(rows: &Rows) -> Result<Self, DbErr> {
+        let mut batch = Batch {
+            statements: Vec::new(),
+        };
+        rows.encode(&mut batch)?;
+        Ok(batch)
+    }
+}
+
+impl Encoder for Batch {
+    fn table<E: EntityTrait>(&mut self, rows: &[E::Model]) -> Result<(), DbErr> {
+        let columns: Vec<E::Column> = E::Column::iter().collect();
+        let names: Vec<String> = columns
+            .iter()
+            .map(|c| format!("\"{}\"", c.as_str()))
+            .collect();
+        let row_marks = format!("({})", vec!["?"; columns.len()].join(","));
+        for chunk in rows.chunks((MAX_PARAMS / columns.len().max(1)).max(1)) {
+            let sql = format!(
+                "INSERT INTO \"{}\" ({}) VALUES {}",
+                E::default().table_name(),
+                names.join(","),
+                vec![row_marks.as_str(); chunk.len()].join(",")
+            );
+            let values: Vec<Value> = chunk
+                .iter()
+                .flat_map(|row| columns.iter().map(|c| row.get(*c)))
+                .collect();
+            self.statements.push(Statement::from_sql_and_values(
+                DbBackend::Sqlite,
+                sql,
+                values,
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A load under way on its own connection, in one transaction.
+pub struct Load {
+    connection: DatabaseConnection,
+    txn: DatabaseTransaction,
+    /// The `CREATE INDEX` statements of the indexes dropped.
+    restore: Vec<String>,
+}
+
+impl Load {
+    pub async fn begin(db: &DatabaseConnection) -> Result<Self, DbErr> {
+        let options = db
+            .get_sqlite_connection_pool()
+            .connect_options()
+            .as_ref()
+            .clone()
+            .foreign_keys(false)
+            .pragma("cache_size", format!("-{CACHE_KIB}"));
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options)
+            .await
+            .map_err(|e| DbErr::Conn(sea_orm::RuntimeErr::SqlxError(e.into())))?;
+        let connection = SqlxSqliteConnector::from_sqlx_sqlite_pool(pool);
+        let txn = crate::db::begin_write(&connection).await?;
+        let names: Vec<String> = tables().iter().map(|t| format!("'{t}'")).collect();
+        let indexes = txn
+            .query_all_raw(Statement::from_string(
+                DbBackend::Sqlite,
+                format!(
+                    "SELECT name, sql FROM sqlite_master WHERE type = 'index' \
+                     AND sql IS NOT NULL AND tbl_name IN ({}) ORDER BY name",
+                    names.join(", ")
+                ),
+            ))
+            .await?;
+        let mut restore = Vec::new();
+        for index in indexes {
+            let name: String = index.try_get("", "name")?;
+            txn.execute_unprepared(&format!("DROP INDEX \"{name}\""))
+                .await?;
+            restore.push(index.try_get("", "sql")?);
+        }
+        Ok(Load {
+            connection,
+            txn,
+            restore,
+        })
+    }
+
+    pub async fn write(&mut self, batch: Batch) -> Result<(), DbErr> {
+        for statement in batch.statements {
+            self.txn.execute_raw(statement).await?;
+        }
+        Ok(())
+    }
+
+    pub async fn finish(self) -> Result<(), DbErr> {
+        for sql in &self.restore {
+            self.txn.execute_unprepared(sql).await?;
+        }
+        self.txn.commit().await?;
+        self.connection.close().await
+    }
+}
