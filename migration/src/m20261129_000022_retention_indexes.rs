@@ -4,9 +4,8 @@
 //!   of finished deliveries scanned the whole table;
 //! - `price_observations_age` (`recorded_at`, `id`): the price history is
 //!   walked in that order from where the last pass stopped, so a pass reads
-//!   what aged out since, not the history kept. On 11 million observations
-//!   it takes some 330 MB on PostgreSQL and makes a merge no slower that
-//!   one can measure (README, "Retention").
+//!   what aged out since, not the history kept. Its size and its cost to
+//!   the merge's inserts are not measured yet (issue 28, item 6).
 //!
 //! Submissions already have theirs (`submissions_age`).
 

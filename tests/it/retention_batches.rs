@@ -10,6 +10,8 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 use vitrina::clock::Clock;
 use vitrina::config::Settings;
+use vitrina::jobs::retention::Purged;
+use vitrina::jobs::scheduler::Jobs;
 
 use crate::fixtures::insert_session;
 use crate::helpers::uploads::{item, send, with};
@@ -39,6 +41,14 @@ async fn submissions_left(app: &TestApp) -> u64 {
     submission::Entity::find().count(&app.db).await.unwrap()
 }
 
+/// One retention pass of `jobs` at the app's clock.
+async fn purge_now(app: &TestApp, jobs: &Jobs) -> Purged {
+    jobs.retention
+        .purge(&app.db, app.clock.now())
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn old_submissions_go_in_several_bounded_deletes_and_younger_ones_stay() {
     let app = app_with(10, 20, 0).await;
@@ -50,12 +60,7 @@ async fn old_submissions_go_in_several_bounded_deletes_and_younger_ones_stay() {
     app.clock.advance(TimeDelta::days(81));
 
     let from = app.statements();
-    let purged = app
-        .jobs()
-        .retention
-        .purge(&app.db, app.clock.now())
-        .await
-        .unwrap();
+    let purged = purge_now(&app, &app.jobs()).await;
     assert_eq!(purged.submissions, 25);
     assert!(!purged.unfinished);
     let statements = deletes(&app, from, "submissions");
@@ -75,11 +80,7 @@ async fn a_pass_stops_at_its_batches_and_the_next_pass_goes_on() {
     app.clock.advance(TimeDelta::days(91));
     let jobs = app.jobs();
 
-    let first = jobs
-        .retention
-        .purge(&app.db, app.clock.now())
-        .await
-        .unwrap();
+    let first = purge_now(&app, &jobs).await;
     assert_eq!((first.submissions, first.batches), (20, 2));
     assert!(first.unfinished, "more was due than two batches hold");
     assert_eq!(submissions_left(&app).await, 5);
@@ -146,12 +147,7 @@ async fn finished_deliveries_go_in_several_bounded_deletes_and_the_rest_stay() {
     app.clock.advance(TimeDelta::days(11));
 
     let from = app.statements();
-    let purged = app
-        .jobs()
-        .retention
-        .purge(&app.db, app.clock.now())
-        .await
-        .unwrap();
+    let purged = purge_now(&app, &app.jobs()).await;
     assert_eq!(purged.deliveries, 12);
     assert_eq!(
         deletes(&app, from, "webhook_deliveries").len(),
@@ -267,11 +263,7 @@ async fn price_history_keeps_its_period_and_the_last_price_of_each_variant_befor
     // from where it stopped and visits only the two observations that aged
     // out since, which supersede what the first pass kept.
     app.clock.advance(TimeDelta::days(35));
-    let purged = jobs
-        .retention
-        .purge(&app.db, app.clock.now())
-        .await
-        .unwrap();
+    let purged = purge_now(&app, &jobs).await;
     assert_eq!(purged.observations, 2, "a: 40 days ago; q: 70");
     assert_eq!(
         purged.batches, 4,
@@ -300,12 +292,7 @@ async fn price_history_is_kept_whole_by_default() {
     upload_history(&app, &key).await;
     app.jobs().tick().await.unwrap();
     app.clock.advance(TimeDelta::days(3650));
-    let purged = app
-        .jobs()
-        .retention
-        .purge(&app.db, app.clock.now())
-        .await
-        .unwrap();
+    let purged = purge_now(&app, &app.jobs()).await;
     assert_eq!((purged.observations, purged.submissions), (0, 9));
     assert_eq!(history(&app, &key, "a").await.len(), 7);
 }
