@@ -91,14 +91,12 @@ async fn a_hundred_aliased_counts_are_refused_before_they_run_naming_the_limit_a
         Vec::<String>::new()
     );
     // A hundred counts of a marketplace are a hundred sums of kept counts:
-    // cheap, and not one of them reads a product.
+    // cheap, and not one of them counts products.
     let before = app.statements();
     let query = marketplace_counts(100);
     assert_eq!(complexity(&app, &key, &query).await, 100 * (1 + KEPT));
-    assert_eq!(
-        app.statements_reading(before, "products"),
-        Vec::<String>::new()
-    );
+    let counting = app.statement_texts(before).into_iter();
+    assert_eq!(counting.filter(|s| s.contains("COUNT(")).count(), 0);
 }
 
 #[tokio::test]
