@@ -53,14 +53,23 @@ impl From<PriceHistoryFilterInput> for PriceHistoryFilter {
 /// when asked for.
 pub enum ProductTotal {
     /// Counted from the filter when first asked for.
-    Matching(ProductFilter, OnceCell<Total>),
+    Matching(Box<Counted>),
     /// Already known (counted with the page, or a session's merged products).
     Known(Total),
 }
 
+/// A filter and its count, once counted.
+pub struct Counted {
+    filter: ProductFilter,
+    total: OnceCell<Total>,
+}
+
 impl ProductTotal {
     pub fn matching(filter: ProductFilter) -> Self {
-        ProductTotal::Matching(filter, OnceCell::new())
+        ProductTotal::Matching(Box::new(Counted {
+            filter,
+            total: OnceCell::new(),
+        }))
     }
 
     /// A count known to be exact.
@@ -70,10 +79,11 @@ impl ProductTotal {
 
     async fn total(&self, ctx: &Context<'_>) -> Result<Total> {
         match self {
-            ProductTotal::Matching(filter, counted) => {
+            ProductTotal::Matching(counted) => {
                 let bound = context::lists(ctx).count_bound;
+                let filter = &counted.filter;
                 let count = || Reads::of(ctx).run(|db| counts::products(db, filter, bound));
-                Ok(*counted.get_or_try_init(count).await?)
+                Ok(*counted.total.get_or_try_init(count).await?)
             }
             ProductTotal::Known(total) => Ok(*total),
         }

@@ -145,7 +145,11 @@ async fn kept_counts_are_true_after_vitrina_seed_and_read_no_product() {
         .into_iter()
         .filter(|s| s.contains("COUNT("))
         .collect();
-    assert_eq!(counting, Vec::<String>::new(), "no statement counts products");
+    assert_eq!(
+        counting,
+        Vec::<String>::new(),
+        "no statement counts products"
+    );
 }
 
 /// The app with counts bounded at `bound`.
