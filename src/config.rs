@@ -656,6 +656,14 @@ pub struct ListConfig {
     #[arg(long, env = "VITRINA_MAX_SELLERS_PER_LOOKUP", default_value_t = DEFAULT_MAX_SELLERS_PER_LOOKUP,
         value_parser = clap::value_parser!(u64).range(1..))]
     pub max_sellers_per_lookup: u64,
+
+    /// Products a GraphQL `totalCount` counts at most when its filter has
+    /// more than a marketplace and a trust status (those are counted
+    /// exactly from kept counts); past it, `totalCountIsExact` is false and
+    /// `totalCount` is the bound.
+    #[arg(long, env = "VITRINA_COUNT_BOUND", default_value_t = DEFAULT_COUNT_BOUND,
+        value_parser = clap::value_parser!(u64).range(1..))]
+    pub count_bound: u64,
 }
 
 /// Entries a snapshot list keeps when `VITRINA_SNAPSHOT_MAX_ENTRIES` is not
@@ -673,11 +681,17 @@ pub const DEFAULT_SNAPSHOT_MAX_ENTRIES: u64 = 10_000;
 /// in odd or hostile data.
 pub const DEFAULT_MAX_SELLERS_PER_LOOKUP: u64 = 100;
 
+/// Products a filtered count counts at most when `VITRINA_COUNT_BOUND` is
+/// not set: past a few thousand, a client shows "10,000+" rather than the
+/// figure, and counting 10,001 index entries is a bounded piece of work.
+pub const DEFAULT_COUNT_BOUND: u64 = 10_000;
+
 impl Default for ListConfig {
     fn default() -> Self {
         ListConfig {
             snapshot_max_entries: DEFAULT_SNAPSHOT_MAX_ENTRIES,
             max_sellers_per_lookup: DEFAULT_MAX_SELLERS_PER_LOOKUP,
+            count_bound: DEFAULT_COUNT_BOUND,
         }
     }
 }

@@ -86,7 +86,10 @@ impl Schemas {
         let config = &state.settings.graphql;
         let sizes = IntrospectionSizes::of_schema(&sdl());
         let limits = RequestLimits::new(config, sizes);
-        let prices = Arc::new(PriceBook::new(state.db.clone()));
+        let prices = Arc::new(PriceBook::new(
+            state.db.clone(),
+            state.settings.lists.count_bound,
+        ));
         Schemas {
             run: builder().validation_mode(ValidationMode::Fast).finish(),
             pricing: builder()

@@ -5,9 +5,11 @@ use std::sync::Arc;
 use async_graphql::{Context, ID, InputObject, Json, Lookahead, Object, Result, Value};
 use entity::{Marketplace, TrustStatus, UserAuthStatus, product};
 use sea_orm::EntityTrait;
+use tokio::sync::OnceCell;
 use uuid::Uuid;
 
 use super::connection::{self, Args, Conn};
+use super::context;
 use super::error::gql;
 use super::inline::Inline;
 use super::node::GlobalId;
@@ -15,6 +17,7 @@ use super::page::Page;
 use super::reads::Reads;
 use super::seller::Seller;
 use crate::query::children::{Columns, Shows};
+use crate::query::counts::{self, Total};
 use crate::query::prices::{self, ObservationKey, PriceHistoryFilter};
 use crate::query::products::{self, ProductFilter, ProductKey, Related};
 use crate::views::{self, Attributes, PriceObservation, SpecialPrice, Timestamp, Translation};
@@ -46,29 +49,69 @@ impl From<PriceHistoryFilterInput> for PriceHistoryFilter {
     }
 }
 
-/// `totalCount` of a product list, counted only when asked for.
+/// `totalCount` and `totalCountIsExact` of a product list, counted only
+/// when asked for.
 pub enum ProductTotal {
-    /// Counted from the filter when asked for.
-    Matching(ProductFilter),
-    /// Already known (e.g. a session's merged products).
-    Known(u64),
+    /// Counted from the filter when first asked for.
+    Matching(Box<Counted>),
+    /// Already known (counted with the page, or a session's merged products).
+    Known(Total),
+}
+
+/// A filter and its count, once counted.
+pub struct Counted {
+    filter: ProductFilter,
+    total: OnceCell<Total>,
+}
+
+impl ProductTotal {
+    pub fn matching(filter: ProductFilter) -> Self {
+        ProductTotal::Matching(Box::new(Counted {
+            filter,
+            total: OnceCell::new(),
+        }))
+    }
+
+    /// A count known to be exact.
+    pub fn exact(count: u64) -> Self {
+        ProductTotal::Known(Total { count, exact: true })
+    }
+
+    async fn total(&self, ctx: &Context<'_>) -> Result<Total> {
+        match self {
+            ProductTotal::Matching(counted) => {
+                let bound = context::lists(ctx).count_bound;
+                let filter = &counted.filter;
+                let count = || Reads::of(ctx).run(|db| counts::products(db, filter, bound));
+                Ok(*counted.total.get_or_try_init(count).await?)
+            }
+            ProductTotal::Known(total) => Ok(*total),
+        }
+    }
 }
 
 #[Object]
 impl ProductTotal {
-    /// Products in the whole list, across all pages. A count reads every
-    /// product it counts, and any filter may match the whole catalog: it
-    /// costs 100 complexity points, or 1 per 1,000 products of the catalog
-    /// when that is more, once whatever the page size (a session's products
-    /// are counted with their page: the list's price includes it).
+    /// Products in the whole list, across all pages. Exact when the list's
+    /// filter has nothing but a marketplace and a trust status (or
+    /// nothing): those counts are kept as products change, and cost 1
+    /// complexity point. Any other filter is counted up to a bound
+    /// (`VITRINA_COUNT_BOUND`, 10,000 unless configured), for 1 point plus
+    /// 1 per 1,000 of the bound: when more products match, `totalCount` is
+    /// the bound and `totalCountIsExact` is false. Priced once per list,
+    /// whatever the page size (a session's products are counted with their
+    /// page: the list's price includes it).
     #[graphql(complexity = "super::connection::COUNTED")]
     async fn total_count(&self, ctx: &Context<'_>) -> Result<u64> {
-        match self {
-            ProductTotal::Matching(filter) => {
-                Ok(Reads::of(ctx).run(|db| products::count(db, filter)).await?)
-            }
-            ProductTotal::Known(n) => Ok(*n),
-        }
+        Ok(self.total(ctx).await?.count)
+    }
+
+    /// Whether `totalCount` is the number of products in the list; false
+    /// when more than `totalCount` (the bound) match. Priced as
+    /// `totalCount`, which it is counted with.
+    #[graphql(complexity = "super::connection::COUNTED")]
+    async fn total_count_is_exact(&self, ctx: &Context<'_>) -> Result<bool> {
+        Ok(self.total(ctx).await?.exact)
     }
 }
 
@@ -101,15 +144,18 @@ pub async fn product_connection(
     let fields = ctx.look_ahead();
     let window = args.window_in(ctx)?;
     let with = read_with(&[fields.field("nodes"), fields.field("edges").field("node")]);
-    let total = fields.field("totalCount").exists();
+    let counted = ["totalCount", "totalCountIsExact"]
+        .iter()
+        .any(|name| fields.field(name).exists());
+    let bound = counted.then_some(context::lists(ctx).count_bound);
     let reads = Reads::of(ctx);
     let budget = reads.budget();
     let page = reads
-        .run(|db| products::connection(db, &filter, &window, with, total, budget))
+        .run(|db| products::connection(db, &filter, &window, with, bound, budget))
         .await?;
     let total = match page.total {
-        Some(n) => ProductTotal::Known(n),
-        None => ProductTotal::Matching(filter),
+        Some(total) => ProductTotal::Known(total),
+        None => ProductTotal::matching(filter),
     };
     let node = Product::paged(&page.slice.items, page.related);
     Ok(connection::from_slice(

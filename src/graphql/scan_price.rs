@@ -1,16 +1,22 @@
 //! What reads that scan rows cost, in complexity points, priced before a
 //! request runs with the rest of its complexity (async-graphql's, checked
 //! after validation). A page reads its own rows through an index, and its
-//! page size prices it; but a count reads every row it counts, and a
+//! page size prices it; a count reads at most the rows it counts, and a
 //! substring filter may read every product to find a page's rows (a rare
 //! substring finds none after reading them all). Those are priced by the
-//! rows they may read, which grow with the catalog:
-//! - a count of products (`totalCount` of a products list) may match every
-//!   product, whatever its filter: [`COUNT_FLOOR`] points, or one per
-//!   [`ROWS_PER_POINT`] products when that is more;
+//! rows they may read:
+//! - a count of products (`totalCount` of a products list) whose filter
+//!   has nothing but a marketplace and a trust status sums a few kept
+//!   counts (`query::counts`): [`KEPT_COUNT`] points, whatever the catalog;
+//! - any other count of products stops past the count bound
+//!   (`VITRINA_COUNT_BOUND`): 1 point plus one per [`ROWS_PER_POINT`]
+//!   products of the bound;
 //! - a substring filter (`nameContains`, `sellerCodeContains`) reads each
-//!   product's text, not an index entry: [`SUBSTRING_WEIGHT`] times a
-//!   count's price, once per list that has one (its page and its count);
+//!   product's text, not an index entry, and may read the whole catalog
+//!   before it finds a page's rows or the bound's: [`SUBSTRING_WEIGHT`]
+//!   points per [`ROWS_PER_POINT`] products of the catalog (at least
+//!   [`SCAN_FLOOR`] of them), once per list that has one (its page and its
+//!   count);
 //! - a count of one parent's rows through the index on the parent (a
 //!   seller's products, a product's price history, an account's sessions, a
 //!   session's submissions): 1 point, plus one per [`ROWS_PER_POINT`] rows a
@@ -21,9 +27,6 @@
 //! ([`PriceBook`]). async-graphql prices fields in plain functions with no
 //! state, so the prices reach them through a task-local that
 //! `pricing::Validated` sets around each validation ([`priced`]).
-//!
-//! When counts are kept up to date instead of counted (a later change),
-//! their price is what changes here: [`Prices::of`].
 
 use std::future::Future;
 use std::sync::Mutex;
@@ -32,17 +35,22 @@ use std::time::{Duration, Instant};
 use sea_orm::DatabaseConnection;
 
 use super::connection::{COUNTED, MOST, page_cost};
+use crate::config::DEFAULT_COUNT_BOUND;
+use crate::query::counts;
 use crate::query::estimate::{self, TableRows};
 use crate::query::products::ProductFilter;
 
 /// Rows a count reads for one complexity point.
 pub const ROWS_PER_POINT: u64 = 1_000;
-/// The least a count of products costs, whatever the catalog holds: as
-/// much as a page of 100 rows, so that many counts never come cheap.
-pub const COUNT_FLOOR: usize = 100;
-/// How much more a substring filter costs than a count of the same rows:
-/// SQLite counts 20,000 products through an index in 0.2 ms and reads
-/// their names for a substring in 12-16 ms.
+/// A count answered from the kept counts: a sum of a few rows, the work of
+/// a page of one.
+pub const KEPT_COUNT: usize = 1;
+/// The fewest thousands of products a substring filter is priced for,
+/// whatever the catalog holds, so that many of them never come cheap.
+pub const SCAN_FLOOR: usize = 100;
+/// How much more a substring filter costs than an index walk of the same
+/// rows: SQLite counts 20,000 products through an index in 0.2 ms and
+/// reads their names for a substring in 12-16 ms.
 pub const SUBSTRING_WEIGHT: usize = 10;
 /// How long the table estimates are used before they are read again.
 pub const REFRESH_EVERY: Duration = Duration::from_secs(60);
@@ -53,8 +61,9 @@ pub const READ_WITHIN: Duration = Duration::from_millis(100);
 /// The prices of the reads that scan, from the rows of the tables they read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Prices {
-    /// A count of the products matching a filter.
-    pub catalog_count: usize,
+    /// A count of the products matching a filter that the kept counts do
+    /// not answer: at most the count bound.
+    pub bounded_count: usize,
     /// A substring filter over the products.
     pub substring: usize,
     /// A count of one seller's products.
@@ -68,13 +77,16 @@ pub struct Prices {
 }
 
 impl Prices {
-    pub fn of(rows: &TableRows) -> Prices {
+    /// The prices of reads over tables of `rows`, counts stopping past
+    /// `count_bound`.
+    pub fn of(rows: &TableRows, count_bound: u64) -> Prices {
         let points = |rows: u64| usize::try_from(rows / ROWS_PER_POINT).unwrap_or(usize::MAX);
         let per_parent = |rows: u64, parents: u64| 1 + points(rows / parents.max(1));
-        let catalog_count = points(rows.products).max(COUNT_FLOOR);
         Prices {
-            catalog_count,
-            substring: catalog_count.saturating_mul(SUBSTRING_WEIGHT),
+            bounded_count: 1 + points(count_bound),
+            substring: points(rows.products)
+                .max(SCAN_FLOOR)
+                .saturating_mul(SUBSTRING_WEIGHT),
             seller_products: per_parent(rows.products, rows.sellers),
             product_history: per_parent(rows.price_observations, rows.products),
             account_sessions: per_parent(rows.scrape_sessions, rows.accounts),
@@ -94,19 +106,27 @@ pub async fn priced<F: Future>(prices: Prices, validation: F) -> F::Output {
 }
 
 /// The prices set by [`priced`]; outside it (a schema that only executes
-/// what was priced before), those of an empty catalog.
+/// what was priced before), those of an empty catalog and the default bound.
 pub fn current() -> Prices {
     PRICES
         .try_with(|prices| *prices)
-        .unwrap_or_else(|_| Prices::of(&TableRows::default()))
+        .unwrap_or_else(|_| Prices::of(&TableRows::default(), DEFAULT_COUNT_BOUND))
 }
 
 /// The complexity of a whole request, whose fields add up to `complexity`:
 /// a `totalCount` outside any list that prices it (none is, in this
-/// schema) is priced as a count of the catalog.
+/// schema) is priced as the dearest count of products.
 pub fn settle(complexity: usize, prices: &Prices) -> usize {
     let (counts, fields) = (complexity / COUNTED, complexity % COUNTED);
-    fields.saturating_add(counts.saturating_mul(prices.catalog_count))
+    fields.saturating_add(counts.saturating_mul(prices.bounded_count))
+}
+
+/// What a count of the products matching `filter` costs.
+fn count_of(filter: &Option<ProductFilter>, prices: &Prices) -> usize {
+    match filter.as_ref().is_none_or(counts::is_kept) {
+        true => KEPT_COUNT,
+        false => prices.bounded_count,
+    }
 }
 
 /// Whether a products filter reads the products' texts.
@@ -147,12 +167,13 @@ pub fn products(
         true => prices.substring,
         false => 0,
     };
-    page_with(first, last, child, prices.catalog_count, scan)
+    page_with(first, last, child, count_of(filter, &prices), scan)
 }
 
-/// A seller's `products`: its page and each count of them.
+/// A seller's `products`: its page and each count of them (a seller's
+/// products are not among the kept counts).
 pub fn seller_products(first: Option<i32>, last: Option<i32>, child: usize) -> usize {
-    page_with(first, last, child, current().catalog_count, 0)
+    page_with(first, last, child, current().bounded_count, 0)
 }
 
 /// A session's `products` and `submissions`: the page, and the count of
@@ -188,6 +209,7 @@ pub fn sellers(child: usize) -> usize {
 /// again once they are [`REFRESH_EVERY`] old.
 pub struct PriceBook {
     db: DatabaseConnection,
+    count_bound: u64,
     book: Mutex<Book>,
 }
 
@@ -203,11 +225,12 @@ struct Book {
 }
 
 impl PriceBook {
-    pub fn new(db: DatabaseConnection) -> Self {
+    pub fn new(db: DatabaseConnection, count_bound: u64) -> Self {
         PriceBook {
             db,
+            count_bound,
             book: Mutex::new(Book {
-                prices: Prices::of(&TableRows::default()),
+                prices: Prices::of(&TableRows::default(), count_bound),
                 generation: 0,
                 read_at: None,
                 reading: false,
@@ -241,18 +264,18 @@ impl PriceBook {
         book.read_at = Some(Instant::now());
         match read {
             Ok(Ok(rows)) => {
-                let prices = Prices::of(&rows);
+                let prices = Prices::of(&rows, self.count_bound);
                 if prices != book.prices {
                     book.prices = prices;
                     book.generation += 1;
                 }
             }
             Ok(Err(e)) => {
-                tracing::warn!(error = %e, "the table estimates that price counts were not read")
+                tracing::warn!(error = %e, "the table estimates that price scans were not read")
             }
             Err(_) => tracing::warn!(
                 within_ms = READ_WITHIN.as_millis(),
-                "the table estimates that price counts were not read in time"
+                "the table estimates that price scans were not read in time"
             ),
         }
     }
@@ -277,31 +300,58 @@ mod tests {
     use super::*;
 
     #[test]
-    fn counts_cost_the_floor_until_the_catalog_passes_it_then_grow_with_it() {
-        let small = Prices::of(&TableRows {
-            products: 20_000,
-            ..TableRows::default()
-        });
-        assert_eq!(small.catalog_count, COUNT_FLOOR);
-        assert_eq!(small.substring, COUNT_FLOOR * SUBSTRING_WEIGHT);
-        let large = Prices::of(&TableRows {
-            products: 1_000_000,
-            ..TableRows::default()
-        });
-        assert_eq!(large.catalog_count, 1_000);
+    fn a_bounded_count_costs_its_bound_whatever_the_catalog_and_a_substring_grows_with_it() {
+        let small = Prices::of(
+            &TableRows {
+                products: 20_000,
+                ..TableRows::default()
+            },
+            10_000,
+        );
+        assert_eq!(small.bounded_count, 1 + 10);
+        assert_eq!(small.substring, SCAN_FLOOR * SUBSTRING_WEIGHT);
+        let large = Prices::of(
+            &TableRows {
+                products: 1_000_000,
+                ..TableRows::default()
+            },
+            10_000,
+        );
+        assert_eq!(large.bounded_count, 1 + 10);
         assert_eq!(large.substring, 10_000);
+        let tight = Prices::of(&TableRows::default(), 50);
+        assert_eq!(tight.bounded_count, 1);
+    }
+
+    #[test]
+    fn a_count_the_kept_counts_answer_costs_the_same_whatever_its_marketplace_and_status() {
+        let prices = Prices::of(&TableRows::default(), 10_000);
+        let kept = ProductFilter {
+            marketplace: Some(entity::Marketplace::Ozon),
+            trust_status: Some(entity::TrustStatus::Verified),
+            brand: Some(String::new()),
+            ..ProductFilter::default()
+        };
+        assert_eq!(count_of(&None, &prices), KEPT_COUNT);
+        assert_eq!(count_of(&Some(kept), &prices), KEPT_COUNT);
+        let branded = ProductFilter {
+            brand: Some("Acme".into()),
+            ..ProductFilter::default()
+        };
+        assert_eq!(count_of(&Some(branded), &prices), prices.bounded_count);
     }
 
     #[test]
     fn a_parents_count_grows_with_the_rows_a_parent_has_on_average() {
-        let prices = Prices::of(&TableRows {
+        let rows = TableRows {
             products: 1_000_000,
             sellers: 100,
             price_observations: 11_000_000,
             accounts: 0,
             scrape_sessions: 5_000,
             submissions: 500_000,
-        });
+        };
+        let prices = Prices::of(&rows, 10_000);
         assert_eq!(prices.seller_products, 1 + 10);
         assert_eq!(prices.product_history, 1);
         assert_eq!(prices.account_sessions, 1 + 5);
@@ -310,11 +360,15 @@ mod tests {
 
     #[tokio::test]
     async fn the_prices_reach_the_complexity_functions_only_inside_priced() {
-        let large = Prices::of(&TableRows {
+        let rows = TableRows {
             products: 5_000_000,
             ..TableRows::default()
-        });
+        };
+        let large = Prices::of(&rows, 10_000);
         assert_eq!(priced(large, async { current() }).await, large);
-        assert_eq!(current(), Prices::of(&TableRows::default()));
+        assert_eq!(
+            current(),
+            Prices::of(&TableRows::default(), DEFAULT_COUNT_BOUND)
+        );
     }
 }

@@ -189,7 +189,7 @@ impl Seller {
                 let node = Product::paged(&rows[..rows.len().min(n as usize)], related);
                 Ok(Boxed(connection::from_slice(
                     connection::first_n(rows, n),
-                    ProductTotal::Matching(filter),
+                    ProductTotal::matching(filter),
                     ProductKey::of,
                     node,
                 )))

@@ -199,7 +199,7 @@ impl ScrapeSession {
         };
         Ok(connection::from_slice(
             slice,
-            ProductTotal::Known(total),
+            ProductTotal::exact(total),
             |(cursor, _)| cursor.clone(),
             |(_, p)| p,
         ))

@@ -7,6 +7,7 @@
 
 pub mod budget;
 pub mod children;
+pub mod counts;
 pub mod estimate;
 pub mod keyset;
 pub mod leading;

@@ -11,16 +11,17 @@ use entity::{
     product_translation, seller, special_price,
 };
 use futures_util::TryStreamExt;
-use sea_orm::sea_query::{Asterisk, Expr, Query, SelectStatement};
+use sea_orm::sea_query::{Expr, Query, SelectStatement};
 use sea_orm::{
     ColumnTrait, ColumnType, Condition, ConnectionTrait, DbBackend, DbErr, EntityTrait, ExprTrait,
-    FromQueryResult, IdenStatic, Iterable, QueryFilter, QueryOrder, QueryResult, QuerySelect,
-    QueryTrait, Select, StreamTrait,
+    FromQueryResult, IdenStatic, Iterable, QueryFilter, QueryOrder, QuerySelect, QueryTrait,
+    Select, StreamTrait,
 };
 use uuid::Uuid;
 
 use super::budget::ResponseBudget;
 use super::children::{Columns, List};
+use super::counts::{self, Counting, TOTAL, Total};
 use super::keyset::{Key, Slice, Window};
 use super::order::{self, Ordered};
 use super::{
@@ -143,7 +144,7 @@ impl ProductFilter {
     }
 
     /// Matching products, unordered. A category joins its index rows.
-    fn matching(&self) -> Select<product::Entity> {
+    pub(super) fn matching(&self) -> Select<product::Entity> {
         let select = product::Entity::find().filter(self.condition());
         match given(&self.category) {
             Some(category) => select
@@ -175,14 +176,6 @@ impl ProductFilter {
         columns.into_iter().fold(self.matching(), |select, column| {
             select.order_by(column, direction.clone())
         })
-    }
-
-    /// `SELECT COUNT(*) AS total` of the matching products.
-    fn counting(&self) -> SelectStatement {
-        self.matching()
-            .select_only()
-            .expr_as(Expr::col(Asterisk).count(), TOTAL)
-            .into_query()
     }
 
     /// The ids of `limit` matching products after the first `skip`, in the
@@ -354,28 +347,31 @@ pub struct ProductPage {
     pub slice: Slice<product::Model>,
     pub related: Related,
     /// Products matching the filter, when asked for.
-    pub total: Option<u64>,
+    pub total: Option<Total>,
 }
 
 /// A keyset page of matching products (GraphQL connections), in one
-/// statement with what `with` asks for and, when `total`, the number of
-/// matching products.
+/// statement with what `with` asks for and, when `count_bound` is given,
+/// the number of matching products, exact up to it ([`counts`]).
 pub async fn connection(
     db: &(impl ConnectionTrait + StreamTrait),
     filter: &ProductFilter,
     window: &Window<ProductKey>,
     with: With,
-    total: bool,
+    count_bound: Option<u64>,
     budget: &ResponseBudget,
 ) -> Result<ProductPage, QueryError> {
     filter.validate()?;
     let (columns, direction) = filter.order_columns();
     let select = window.bound(filter.matching(), &columns, direction);
-    let counted = total.then(|| filter.counting());
-    let rows = read(db, select, with, counted, budget).await?;
-    let total = match (total, rows.total) {
-        (true, None) => Some(count(db, filter).await?),
-        (_, total) => total,
+    let counting = count_bound.map(|bound| Counting::of(filter, bound));
+    let statement = counting.as_ref().map(|c| c.statement.clone());
+    let rows = read(db, select, with, statement, budget).await?;
+    // A page with no rows has none to carry the count.
+    let total = match (count_bound, &counting, rows.total) {
+        (Some(_), Some(counting), Some(counted)) => Some(counting.total(counted)),
+        (Some(bound), _, None) => Some(counts::products(db, filter, bound).await?),
+        _ => None,
     };
     Ok(ProductPage {
         slice: window.cut(rows.products),
@@ -401,15 +397,6 @@ pub async fn exists(db: &impl ConnectionTrait, id: Uuid) -> Result<bool, DbErr> 
     Ok(product::Entity::find_by_id(id).count(db).await? > 0)
 }
 
-/// How many products match (GraphQL `totalCount`; REST has no total here).
-pub async fn count(db: &impl ConnectionTrait, filter: &ProductFilter) -> Result<u64, QueryError> {
-    filter.validate()?;
-    let row = db.query_one(&filter.counting()).await?;
-    Ok(row.map(|r| total_of(&r)).transpose()?.unwrap_or(0))
-}
-
-/// The column that carries a count.
-const TOTAL: &str = "total";
 /// The prefix of a joined seller's columns (the products' own keep their names).
 const SELLER: &str = "seller_";
 /// The product column a child list is read for.
@@ -419,10 +406,6 @@ const TRANSLATIONS: &str = "translations";
 const PRICES: &str = "prices";
 const SPECIAL_PRICES: &str = "special_prices";
 const LATEST_PRICES: &str = "latest_prices";
-
-fn total_of(row: &QueryResult) -> Result<u64, DbErr> {
-    Ok(u64::try_from(row.try_get::<i64>("", TOTAL)?).unwrap_or(0))
-}
 
 /// The rows of one page statement.
 struct Rows {
@@ -593,7 +576,7 @@ async fn run(
             budget.charge(product.stored_size)?;
         }
         if page.counted && total.is_none() {
-            total = Some(total_of(&row)?);
+            total = Some(counts::counted(&row)?);
         }
         // Decoded once per seller: pages often repeat one.
         if let Some(sellers) = &mut related.sellers

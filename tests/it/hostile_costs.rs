@@ -19,10 +19,13 @@ use crate::helpers::graphql::{data, demo_app, only_error_code, post};
 
 /// The default complexity limit.
 const LIMIT: u64 = 10_000;
-/// What a count of the products costs on a catalog under 100,000 products,
-/// and what a substring filter costs on top: 10 times that.
-const COUNT: u64 = 100;
-const SUBSTRING: u64 = 10 * COUNT;
+/// What a count of the products costs when the kept counts answer it (no
+/// filter, a marketplace, a trust status), and when it counts up to the
+/// default bound of 10,000; and what a substring filter costs on top on a
+/// catalog under 100,000 products.
+const KEPT: u64 = 1;
+const BOUNDED: u64 = 1 + 10;
+const SUBSTRING: u64 = 10 * 100;
 
 /// Substrings too short for PostgreSQL's trigram index, found in most
 /// names: each count reads every product's names.
@@ -73,24 +76,27 @@ async fn a_hundred_aliased_counts_are_refused_before_they_run_naming_the_limit_a
     let (app, key) = demo_app(50).await;
     data(&app, &key, "{ __typename }", json!({})).await;
     // Each alias: its page (0 rows) 1, its count, and its substring.
-    for (query, cost) in [
-        (substring_counts(100), 100 * (1 + COUNT + SUBSTRING)),
-        (marketplace_counts(100), 100 * (1 + COUNT)),
-    ] {
-        let before = app.statements();
-        let message = refusal(&app, &key, &query).await;
-        assert_eq!(
-            message,
-            format!(
-                "The query's complexity is {cost} (each field 1, a connection's fields times \
-                 its page size); the limit is {LIMIT} (VITRINA_GRAPHQL_MAX_COMPLEXITY)."
-            )
-        );
-        assert_eq!(
-            app.statements_reading(before, "products"),
-            Vec::<String>::new()
-        );
-    }
+    let cost = 100 * (1 + BOUNDED + SUBSTRING);
+    let before = app.statements();
+    let message = refusal(&app, &key, &substring_counts(100)).await;
+    assert_eq!(
+        message,
+        format!(
+            "The query's complexity is {cost} (each field 1, a connection's fields times \
+             its page size); the limit is {LIMIT} (VITRINA_GRAPHQL_MAX_COMPLEXITY)."
+        )
+    );
+    assert_eq!(
+        app.statements_reading(before, "products"),
+        Vec::<String>::new()
+    );
+    // A hundred counts of a marketplace are a hundred sums of kept counts:
+    // cheap, and not one of them counts products.
+    let before = app.statements();
+    let query = marketplace_counts(100);
+    assert_eq!(complexity(&app, &key, &query).await, 100 * (1 + KEPT));
+    let counting = app.statement_texts(before).into_iter();
+    assert_eq!(counting.filter(|s| s.contains("COUNT(")).count(), 0);
 }
 
 #[tokio::test]
@@ -99,11 +105,13 @@ async fn a_count_is_priced_once_per_list_whatever_its_page_size_and_a_substring_
     let count = "query($n: Int) { products(first: $n) { totalCount } }";
     for n in [0, 1, 100, 500] {
         let (_, body) = post(&app, Some(&key), count, json!({ "n": n })).await;
-        assert_eq!(body["extensions"]["analyzer"]["complexity"], 1 + COUNT);
+        assert_eq!(body["extensions"]["analyzer"]["complexity"], 1 + KEPT);
     }
     // A page of 20 ids (edges, node, id: 3 each), its count once.
     let page = "{ products(first: 20) { totalCount edges { node { id } } } }";
-    assert_eq!(complexity(&app, &key, page).await, 20 * 3 + 1 + COUNT);
+    assert_eq!(complexity(&app, &key, page).await, 20 * 3 + 1 + KEPT);
+    let branded = "{ products(first: 20, filter: { brand: \"Samsung\" }) { totalCount edges { node { id } } } }";
+    assert_eq!(complexity(&app, &key, branded).await, 20 * 3 + 1 + BOUNDED);
     let substring =
         "{ products(first: 20, filter: { sellerCodeContains: \"sc\" }) { edges { node { id } } } }";
     assert_eq!(
@@ -111,8 +119,9 @@ async fn a_count_is_priced_once_per_list_whatever_its_page_size_and_a_substring_
         20 * 3 + 1 + SUBSTRING
     );
     // Each alias of a count runs its own.
-    let twice = "{ products(first: 0) { a: totalCount b: totalCount } }";
-    assert_eq!(complexity(&app, &key, twice).await, 1 + 2 * COUNT);
+    let twice =
+        "{ products(first: 0, filter: { brand: \"Samsung\" }) { a: totalCount b: totalCount } }";
+    assert_eq!(complexity(&app, &key, twice).await, 1 + 2 * BOUNDED);
 }
 
 /// Adds `n` copies of the product `template` (new ids and external ids),
@@ -156,7 +165,7 @@ async fn copies(app: &TestApp, template: &str, n: u64) {
 }
 
 #[tokio::test]
-async fn the_price_of_a_count_grows_with_the_catalog() {
+async fn a_count_costs_the_same_on_any_catalog_and_a_substring_grows_with_it() {
     let app = TestApp::spawn().await;
     let key = app.key("acme").await;
     let shop = insert_seller(&app.db, fixtures::seller(entity::Marketplace::Ozon, "1")).await;
@@ -165,13 +174,21 @@ async fn the_price_of_a_count_grows_with_the_catalog() {
     let products = product::Entity::find().count(&app.db).await.unwrap();
     assert_eq!(products, 150_001);
 
-    // 1 point per 1,000 products past the floor: 150.
-    let count = complexity(&app, &key, "{ products(first: 0) { totalCount } }").await;
-    assert_eq!(count, 1 + products / 1_000);
+    let count = "{ products(first: 0) { totalCount totalCountIsExact } }";
+    let (status, body) = post(&app, Some(&key), count, json!({})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["data"]["products"],
+        json!({ "totalCount": products, "totalCountIsExact": true })
+    );
+    assert_eq!(body["extensions"]["analyzer"]["complexity"], 1 + 2 * KEPT);
+    let branded = "{ products(first: 0, filter: { brand: \"x\" }) { totalCount } }";
+    assert_eq!(complexity(&app, &key, branded).await, 1 + BOUNDED);
+    // The substring: 10 points per 1,000 products past the floor, 1,500.
     let substring = "{ products(first: 0, filter: { nameContains: \"x\" }) { totalCount } }";
     assert_eq!(
         complexity(&app, &key, substring).await,
-        1 + 11 * (products / 1_000)
+        1 + BOUNDED + 10 * (products / 1_000)
     );
 }
 

@@ -14,6 +14,7 @@ mod cli_errors;
 mod codegen_docs;
 mod conditional;
 mod connections;
+mod counts;
 mod db_unavailable;
 mod foundation;
 mod graphql_batch_limits;

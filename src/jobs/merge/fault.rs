@@ -29,7 +29,8 @@ pub enum Fault {
 /// PostgreSQL SQLSTATE classes of what a value carries: data exception,
 /// integrity constraint violation, program limit exceeded (an index row
 /// too big), PL/pgSQL error (`RAISE EXCEPTION` in a trigger refusing the
-/// row; Vitrina's schema has no PL/pgSQL of its own).
+/// row; Vitrina's own PL/pgSQL, the triggers keeping product counts,
+/// raises none).
 const POSTGRES_ITEM_CLASSES: &[&str] = &["22", "23", "54", "P0"];
 /// PostgreSQL SQLSTATE classes of the server's own trouble: connection
 /// exception, transaction rollback (serialization failure, deadlock),

@@ -1,0 +1,152 @@
+//! Counts of products (GraphQL `totalCount`), none of which reads every
+//! product:
+//! - a filter of only a marketplace and/or a trust status, or none, is
+//!   answered exactly from `product_counts`, which triggers on `products`
+//!   keep true (see its migration): a sum of a few rows, however large the
+//!   catalog;
+//! - any other filter is counted exactly up to a bound
+//!   (`VITRINA_COUNT_BOUND`): the statement stops at the first match past
+//!   it, and the answer then says only that more than the bound match.
+
+use sea_orm::sea_query::{Alias, Asterisk, Expr, ExprTrait, Query, SelectStatement};
+use sea_orm::{ConnectionTrait, DbErr, QueryResult, QuerySelect, QueryTrait};
+
+use super::QueryError;
+use super::products::ProductFilter;
+
+/// The column that carries a count.
+pub const TOTAL: &str = "total";
+/// The table of kept counts: `n` products of each `marketplace` and
+/// `trust_status`, split over a few rows (see its migration).
+const KEPT: &str = "product_counts";
+
+/// How many products match a filter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Total {
+    /// The count; when not exact, the bound, which more products match.
+    pub count: u64,
+    /// Whether `count` is the number of matching products.
+    pub exact: bool,
+}
+
+/// The statement that counts the products of a filter, and how to read
+/// its answer.
+#[derive(Debug, Clone)]
+pub struct Counting {
+    /// `SELECT ... AS total`, one row.
+    pub statement: SelectStatement,
+    /// The bound past which the count stops; `None` when it is exact.
+    bound: Option<u64>,
+}
+
+impl Counting {
+    /// How the products matching `filter` are counted, exactly up to `bound`
+    /// unless the kept counts answer it.
+    pub fn of(filter: &ProductFilter, bound: u64) -> Counting {
+        if is_kept(filter) {
+            return Counting {
+                statement: kept(filter),
+                bound: None,
+            };
+        }
+        // One past the bound tells "exactly the bound" from "more"; a
+        // limit is a signed 64-bit integer in SQL.
+        let limit = Ord::min(bound.saturating_add(1), i64::MAX as u64);
+        let matched = filter
+            .matching()
+            .select_only()
+            .expr(Expr::val(1))
+            .limit(limit)
+            .into_query();
+        let statement = Query::select()
+            .expr_as(Expr::col(Asterisk).count(), Alias::new(TOTAL))
+            .from_subquery(matched, Alias::new("matched"))
+            .to_owned();
+        Counting {
+            statement,
+            bound: Some(bound),
+        }
+    }
+
+    /// The total of `counted`, what [`Counting::statement`] answered.
+    pub fn total(&self, counted: u64) -> Total {
+        match self.bound {
+            Some(bound) if counted > bound => Total {
+                count: bound,
+                exact: false,
+            },
+            _ => Total {
+                count: counted,
+                exact: true,
+            },
+        }
+    }
+}
+
+/// The count a row carries in [`TOTAL`].
+pub fn counted(row: &QueryResult) -> Result<u64, DbErr> {
+    Ok(u64::try_from(row.try_get::<i64>("", TOTAL)?).unwrap_or(0))
+}
+
+/// Whether the kept counts answer `filter`: it has no condition but a
+/// marketplace and a trust status (empty texts count as absent).
+pub fn is_kept(filter: &ProductFilter) -> bool {
+    let ProductFilter {
+        marketplace: _,
+        trust_status: _,
+        seller_id,
+        seller_code,
+        seller_code_contains,
+        external_id,
+        url,
+        category,
+        brand,
+        name_contains,
+    } = filter;
+    [
+        seller_id,
+        seller_code,
+        seller_code_contains,
+        external_id,
+        url,
+        category,
+        brand,
+        name_contains,
+    ]
+    .iter()
+    .all(|value| value.as_deref().is_none_or(str::is_empty))
+}
+
+/// The sum of the kept counts of `filter`'s marketplace and trust status
+/// (a few rows each, see the migration), as a BIGINT: PostgreSQL sums
+/// bigints as numerics.
+fn kept(filter: &ProductFilter) -> SelectStatement {
+    let column = |name: &str| Expr::col((Alias::new(KEPT), Alias::new(name)));
+    let mut select = Query::select();
+    select
+        .expr_as(
+            Expr::cust("CAST(COALESCE(SUM(n), 0) AS BIGINT)"),
+            Alias::new(TOTAL),
+        )
+        .from(Alias::new(KEPT));
+    if let Some(marketplace) = filter.marketplace {
+        select.and_where(column("marketplace").eq(marketplace.as_str()));
+    }
+    if let Some(status) = filter.trust_status {
+        select.and_where(column("trust_status").eq(status.as_str()));
+    }
+    select
+}
+
+/// How many products match `filter`, exactly up to `bound` (see the module).
+pub async fn products(
+    db: &impl ConnectionTrait,
+    filter: &ProductFilter,
+    bound: u64,
+) -> Result<Total, QueryError> {
+    filter.validate()?;
+    let counting = Counting::of(filter, bound);
+    let row = db.query_one(&counting.statement).await?;
+    let counted = row.map(|row| counted(&row)).transpose()?.unwrap_or(0);
+    Ok(counting.total(counted))
+}
