@@ -14,6 +14,7 @@ mod cli_errors;
 mod codegen_docs;
 mod conditional;
 mod connections;
+mod db_time;
 mod db_unavailable;
 mod foundation;
 mod graphql_batch_limits;
