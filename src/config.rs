@@ -63,6 +63,13 @@ pub struct ServeConfig {
     #[arg(long, env = "VITRINA_RATE_LIMIT_PER_MINUTE", default_value_t = 600)]
     pub rate_limit_per_minute: u32,
 
+    /// Milliseconds of database time per account per minute (GraphQL: the
+    /// time its statements hold a connection; REST: the time its handler
+    /// takes), kept by each replica. An account past it is refused (429
+    /// `rate_limited`) until the minute ends. 0 turns it off.
+    #[arg(long, env = "VITRINA_DB_TIME_PER_MINUTE_MS", default_value_t = DEFAULT_DB_TIME_PER_MINUTE_MS)]
+    pub db_time_per_minute_ms: u64,
+
     /// Daily data quota in rows per account and UTC day (an account may set its own).
     #[arg(long, env = "VITRINA_DAILY_QUOTA", default_value_t = 10_000)]
     pub daily_quota: i64,
@@ -703,13 +710,20 @@ pub struct Limits {
     pub rate_per_minute: u32,
     /// Rows per account per UTC day, unless the account sets its own.
     pub daily_quota: i64,
+    /// Milliseconds of database time per account per minute; 0: no limit.
+    pub db_time_per_minute_ms: u64,
 }
+
+/// A sixth of one connection's time: four accounts looping the heaviest
+/// requests together keep less than one database core busy.
+pub const DEFAULT_DB_TIME_PER_MINUTE_MS: u64 = 10_000;
 
 impl Default for Limits {
     fn default() -> Self {
         Limits {
             rate_per_minute: 600,
             daily_quota: 10_000,
+            db_time_per_minute_ms: DEFAULT_DB_TIME_PER_MINUTE_MS,
         }
     }
 }
@@ -733,6 +747,7 @@ impl ServeConfig {
             limits: Limits {
                 rate_per_minute: self.rate_limit_per_minute,
                 daily_quota: self.daily_quota,
+                db_time_per_minute_ms: self.db_time_per_minute_ms,
             },
             graphql: self.graphql.clone(),
             jobs: self.jobs.clone(),

@@ -13,7 +13,7 @@ use sea_orm::DatabaseConnection;
 use crate::clock::SharedClock;
 use crate::config::Settings;
 use crate::events::SessionEvents;
-use crate::limits::RateLimiter;
+use crate::limits::{DbTimeBudget, RateLimiter};
 use crate::webhooks::Sender;
 use revocations::Revocations;
 
@@ -26,6 +26,8 @@ pub struct AppState {
     pub public_url: String,
     pub settings: Settings,
     pub rate_limiter: Arc<RateLimiter>,
+    /// The database time each account used this minute.
+    pub db_time: Arc<DbTimeBudget>,
     /// Live session progress for GraphQL subscriptions.
     pub events: SessionEvents,
     /// The keys of open WebSockets, watched for revocation.
@@ -57,6 +59,7 @@ impl AppState {
                 settings.limits.rate_per_minute,
                 &settings.redis,
             )),
+            db_time: Arc::new(DbTimeBudget::new(settings.limits.db_time_per_minute_ms)),
             events: {
                 let events = SessionEvents::default();
                 events.listen(&db);

@@ -25,7 +25,7 @@ import statistics
 import time
 from dataclasses import dataclass
 
-from . import cases, load, machine, report, scale_set, vitrina
+from . import cases, fairness, load, machine, report, scale_set, vitrina
 from .proc import Failed, log
 from .testbed import BENCH, REPO, Testbed, remove_sqlite, sqlite_files
 
@@ -37,6 +37,7 @@ class Catalog:
     """One seeded catalog, served while its database is measured."""
 
     size: int
+    url: str
     server: vitrina.Server
     key: str
     cases: dict  # case key -> Case, those that answered rightly
@@ -62,6 +63,9 @@ class Scale(Testbed):
                 self.measure(backend, catalogs)
                 for catalog in catalogs:
                     catalog.server.stop()
+                largest = catalogs[-1]
+                largest.figures["fairness"] = fairness.measure(self, backend, largest,
+                                                               largest.url)
             finally:
                 for drop in drops:
                     drop()
@@ -90,7 +94,7 @@ class Scale(Testbed):
         right = self.check(backend, size, server.base, key, scale_set.scale_cases(params),
                            signatures, figures["failed"])
         figures["params"] = params
-        return Catalog(size, server, key, {case.key: case for case in right}, figures)
+        return Catalog(size, url, server, key, {case.key: case for case in right}, figures)
 
     def create(self, backend: str, name: str, drops: list) -> str:
         """An empty database; its drop is added to `drops` (and to the

@@ -64,11 +64,13 @@ class Testbed:
         else:
             self.cleanup.callback(self.pg.drop, self.db)
 
-    def server(self, name: str, database_url: str, binary: str | None = None) -> vitrina.Server:
-        """`vitrina serve` (this run's build unless `binary` says otherwise),
+    def server(self, name: str, database_url: str, binary: str | None = None,
+               limits: dict | None = None) -> vitrina.Server:
+        """`vitrina serve` (this run's build unless `binary` says otherwise;
+        the per-account limits out of the way unless `limits` are given),
         stopped at the end of the run at the latest."""
         server = vitrina.Server(name, binary or self.binary, database_url, self.pin,
-                                self.workdir, self.opts.pool)
+                                self.workdir, self.opts.pool, limits)
         self.cleanup.callback(server.stop)
         return server
 

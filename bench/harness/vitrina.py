@@ -11,9 +11,13 @@ from .machine import Pinning
 from .proc import Failed, log, run, spawn, wait_for
 from .service import Service
 
-# Requests a run sends in a minute are far above the default limit of 600;
-# the limiter is still on the path, only its ceiling is out of the way.
-RATE_LIMIT = "4000000000"
+# Requests a run sends in a minute are far above the default limit of 600,
+# and their database time above the default budget of an account; the
+# limiters are still on the path, only their ceilings are out of the way.
+MEASURING_LIMITS = {"VITRINA_RATE_LIMIT_PER_MINUTE": "4000000000",
+                    "VITRINA_DB_TIME_PER_MINUTE_MS": "4000000000000"}
+# A server with the defaults of a deployment (the fairness step).
+DEFAULT_LIMITS: dict = {}
 # The scheduler's first tick runs at start; after that it should stay quiet
 # while load runs (the merge figure runs `jobs run-once` itself).
 JOB_INTERVAL_SECS = "86400"
@@ -94,14 +98,15 @@ class Server(Service):
     ready_request = Request("GET", "/readyz")
 
     def __init__(self, name: str, binary: str, database_url: str, pinning: Pinning,
-                 workdir: str, pool: int | None = None):
+                 workdir: str, pool: int | None = None,
+                 limits: dict | None = None):
         self.name = name
         env = dict(
             os.environ,
             DATABASE_URL=database_url,
             VITRINA_BIND="127.0.0.1:0",
-            VITRINA_RATE_LIMIT_PER_MINUTE=RATE_LIMIT,
             VITRINA_MERGE_INTERVAL_SECS=JOB_INTERVAL_SECS,
+            **(MEASURING_LIMITS if limits is None else limits),
         )
         if pool:
             env["VITRINA_DB_MAX_CONNECTIONS"] = str(pool)

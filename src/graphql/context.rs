@@ -34,7 +34,7 @@ impl RequestData {
     /// The data of a request by `caller`, with a share of the pool
     /// (`shares`), loaders and a budget of its own.
     pub fn new(state: AppState, caller: Caller, shares: &PoolShares) -> Self {
-        let connection = shares.connection(&state.db, caller.account_id);
+        let connection = shares.connection(&state, &caller);
         RequestData::with_connection(state, caller, connection)
     }
 

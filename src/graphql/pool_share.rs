@@ -16,7 +16,9 @@
 //!
 //! Permits are taken in that order (the request's, then the account's) and
 //! given back when the statement ends, so waiting for one never holds up a
-//! statement that has both. REST handlers run one statement at a time, so a
+//! statement that has both. The time a statement holds them, from its
+//! permits to its last row, is charged to the account's database-time
+//! budget (`limits::db_time`). REST handlers run one statement at a time, so a
 //! REST request holds at most one connection and needs no share.
 
 use std::collections::HashMap;
@@ -24,6 +26,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
+use std::time::Instant;
 
 use futures_util::Stream;
 use sea_orm::{
@@ -33,7 +36,11 @@ use sea_orm::{
 use tokio::sync::{Semaphore, SemaphorePermit};
 use uuid::Uuid;
 
+use crate::accounts::Caller;
+use crate::clock::SharedClock;
 use crate::config::GraphqlConfig;
+use crate::limits::DbTimeBudget;
+use crate::state::AppState;
 
 /// The shares of the pool, and the share each account with requests in
 /// flight holds (in this process).
@@ -60,12 +67,17 @@ impl PoolShares {
         }
     }
 
-    /// The connection of a new request of `account`, with a share of its own.
-    pub fn connection(&self, db: &DatabaseConnection, account: Uuid) -> SharedConnection {
+    /// The connection of a new request of `caller`, with a share of its own.
+    pub fn connection(&self, state: &AppState, caller: &Caller) -> SharedConnection {
         SharedConnection {
-            db: db.clone(),
+            db: state.db.clone(),
             request: Arc::new(Semaphore::new(self.per_request)),
-            account: self.account(account),
+            account: self.account(caller.account_id),
+            charged: Charged {
+                budget: state.db_time.clone(),
+                clock: state.clock.clone(),
+                account: caller.account_id,
+            },
         }
     }
 
@@ -91,15 +103,46 @@ pub struct SharedConnection {
     db: DatabaseConnection,
     request: Arc<Semaphore>,
     account: Arc<Semaphore>,
+    charged: Charged,
+}
+
+/// Where a statement's time is charged: its account's database-time budget.
+#[derive(Clone)]
+struct Charged {
+    budget: Arc<DbTimeBudget>,
+    clock: SharedClock,
+    account: Uuid,
+}
+
+/// A statement's permits; its time is charged when they are given back.
+struct Permits<'a> {
+    _held: [SemaphorePermit<'a>; 2],
+    since: Instant,
+    charged: &'a Charged,
+}
+
+impl Drop for Permits<'_> {
+    fn drop(&mut self) {
+        let Charged {
+            budget,
+            clock,
+            account,
+        } = self.charged;
+        budget.charge(*account, clock.now(), self.since.elapsed());
+    }
 }
 
 impl SharedConnection {
-    async fn permits(&self) -> Result<[SemaphorePermit<'_>; 2], DbErr> {
+    async fn permits(&self) -> Result<Permits<'_>, DbErr> {
         // The semaphores are never closed; an error would be a bug here.
         let closed = |_| DbErr::Custom("a share of the connection pool was closed".into());
         let request = self.request.acquire().await.map_err(closed)?;
         let account = self.account.acquire().await.map_err(closed)?;
-        Ok([request, account])
+        Ok(Permits {
+            _held: [request, account],
+            since: Instant::now(),
+            charged: &self.charged,
+        })
     }
 }
 
@@ -157,7 +200,7 @@ impl StreamTrait for SharedConnection {
 /// The rows of one statement and the permits it holds while they last.
 pub struct SharedStream<'a> {
     rows: QueryStream,
-    _permits: [SemaphorePermit<'a>; 2],
+    _permits: Permits<'a>,
 }
 
 impl Stream for SharedStream<'_> {

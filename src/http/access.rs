@@ -1,5 +1,5 @@
-//! Admission of a request: a valid API key, then the per-minute rate limit;
-//! and where a caller stands against its limits.
+//! Admission of a request: a valid API key, then the per-minute database-time
+//! budget and rate limit; and where a caller stands against its limits.
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
@@ -98,12 +98,21 @@ pub async fn count(state: &AppState, caller: &Caller) -> Result<RateDecision, Re
     count_many(state, caller, 1).await
 }
 
-/// Counts `units` requests of an admitted caller, all or none.
+/// Counts `units` requests of an admitted caller, all or none; an account
+/// past its database time is refused first, counting nothing.
 async fn count_many(
     state: &AppState,
     caller: &Caller,
     units: u32,
 ) -> Result<RateDecision, Refusal> {
+    if let Err(over) = state.db_time.admit(caller.account_id, state.clock.now()) {
+        crate::metrics::refused(crate::metrics::Limit::DbTimePerMinute);
+        let error = ApiError::DbTimeExceeded {
+            limit_ms: over.limit_ms,
+            retry_after: over.retry_after,
+        };
+        return Err((error, None));
+    }
     let rate = state
         .rate_limiter
         .check_many(caller.account_id, state.clock.now(), units)
@@ -138,8 +147,15 @@ pub async fn require_key(
 ) -> Response {
     match admit(&state, request.headers()).await {
         Ok(admission) => {
+            let account = admission.caller.account_id;
             request.extensions_mut().insert(admission.caller);
+            // A REST handler runs its statements one after another: its time
+            // is the database's, near enough.
+            let started = std::time::Instant::now();
             let mut response = next.run(request).await;
+            state
+                .db_time
+                .charge(account, state.clock.now(), started.elapsed());
             rate_headers(&admission.rate, response.headers_mut());
             response
         }

@@ -74,6 +74,11 @@ pub enum ApiError {
     QuotaExceeded {
         retry_after: i64,
     },
+    /// The account used its database time for this minute (`limits::db_time`).
+    DbTimeExceeded {
+        limit_ms: u64,
+        retry_after: i64,
+    },
     /// A client address with its most connections open opened another.
     TooManyConnections {
         open: u64,
@@ -101,7 +106,7 @@ impl ApiError {
             ApiError::Timeout { .. } => "timeout",
             ApiError::ResponseTooLarge { .. } => "response_too_large",
             ApiError::Conflict { code, .. } | ApiError::Unprocessable { code, .. } => code,
-            ApiError::RateLimited { .. } => "rate_limited",
+            ApiError::RateLimited { .. } | ApiError::DbTimeExceeded { .. } => "rate_limited",
             ApiError::QuotaExceeded { .. } => "quota_exceeded",
             ApiError::TooManyConnections { .. } => "too_many_connections",
             ApiError::Unavailable(_) => "unavailable",
@@ -126,6 +131,7 @@ impl ApiError {
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::RateLimited { .. }
+            | ApiError::DbTimeExceeded { .. }
             | ApiError::QuotaExceeded { .. }
             | ApiError::TooManyConnections { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
@@ -182,6 +188,13 @@ impl ApiError {
             ApiError::QuotaExceeded { .. } => {
                 "The daily data quota is exceeded; it resets at 00:00 UTC.".into()
             }
+            ApiError::DbTimeExceeded {
+                limit_ms,
+                retry_after,
+            } => format!(
+                "This account's requests used their {limit_ms} ms of database time for this \
+                 minute (VITRINA_DB_TIME_PER_MINUTE_MS); retry in {retry_after} seconds."
+            ),
             ApiError::TooManyConnections { open, max } => format!(
                 "This client address has {open} connections open, the most one address may have \
                  (VITRINA_HTTP_MAX_CONNECTIONS_PER_CLIENT is {max}); reuse or close one."
@@ -201,9 +214,9 @@ impl ApiError {
     /// Seconds a client is told to wait (`Retry-After`) before it asks again.
     pub fn retry_after(&self) -> Option<i64> {
         match self {
-            ApiError::RateLimited { retry_after } | ApiError::QuotaExceeded { retry_after } => {
-                Some(*retry_after)
-            }
+            ApiError::RateLimited { retry_after }
+            | ApiError::QuotaExceeded { retry_after }
+            | ApiError::DbTimeExceeded { retry_after, .. } => Some(*retry_after),
             ApiError::TooManyConnections { .. } | ApiError::Unavailable(_) => {
                 Some(UNAVAILABLE_RETRY_AFTER)
             }

@@ -194,6 +194,7 @@ async fn render(State(db): State<DatabaseConnection>) -> impl IntoResponse {
 #[derive(Debug, Clone, Copy)]
 pub enum Limit {
     RatePerMinute,
+    DbTimePerMinute,
     DailyQuota,
 }
 
@@ -202,6 +203,7 @@ pub fn refused(limit: Limit) {
     if enabled() {
         let label = match limit {
             Limit::RatePerMinute => "rate_per_minute",
+            Limit::DbTimePerMinute => "db_time_per_minute",
             Limit::DailyQuota => "daily_quota",
         };
         counter!(LIMIT_REFUSALS, "limit" => label).increment(1);

@@ -20,6 +20,7 @@ async fn app_with(rate: u32, quota: i64) -> (TestApp, String) {
     let app = TestApp::spawn_with(Limits {
         rate_per_minute: rate,
         daily_quota: quota,
+        ..Limits::default()
     })
     .await;
     let key = app.key("acme").await;

@@ -221,6 +221,7 @@ async fn graphql_requests_count_against_the_same_per_minute_limit_as_rest() {
     let app = TestApp::spawn_with(Limits {
         rate_per_minute: 3,
         daily_quota: 10_000,
+        ..Limits::default()
     })
     .await;
     let key = app.key("acme").await;

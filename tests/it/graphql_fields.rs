@@ -39,6 +39,7 @@ async fn every_field_asked_alone_answers_as_among_all_fields_of_its_type() {
     let app = TestApp::spawn_with(Limits {
         rate_per_minute: u32::MAX,
         daily_quota: i64::MAX,
+        db_time_per_minute_ms: 0,
     })
     .await;
     let options = SeedOptions {

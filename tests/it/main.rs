@@ -15,6 +15,7 @@ mod codegen_docs;
 mod conditional;
 mod connections;
 mod counts;
+mod db_time;
 mod db_unavailable;
 mod foundation;
 mod graphql_batch_limits;

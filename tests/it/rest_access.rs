@@ -260,6 +260,7 @@ async fn a_wrong_method_on_the_extension_api_is_the_same_json_error() {
 const THREE_A_MINUTE: Limits = Limits {
     rate_per_minute: 3,
     daily_quota: 10_000,
+    db_time_per_minute_ms: 0,
 };
 
 /// `X-RateLimit-Limit`, `-Remaining`, `-Reset` of a response.

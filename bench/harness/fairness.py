@@ -1,0 +1,75 @@
+"""The fairness step of the scale mode (issue 28): on the largest catalog,
+four keys loop the heaviest requests of the query set (those with the
+largest median there, as measured just before), four loops each, sixteen
+in all, while a fifth key's dashboard is measured with wrk at 1 client.
+The figure is the dashboard's median alone and under that load, and how
+the heavy requests were answered: 200, or 429 once their account has spent
+its database time or its requests of the minute.
+
+It runs on a server of its own with the default per-account limits (the
+measuring servers lift them out of the way), so what it shows is what a
+deployment with the defaults gives.
+"""
+
+import collections
+import threading
+import time
+
+from . import cases, load, vitrina
+from .http import Request, send
+from .proc import log
+
+HEAVY_KEYS = 4
+LOOPS_PER_KEY = 4
+HEAVIEST = 3  # requests each loop cycles through
+SETTLE_S = 2  # the loops run this long before the dashboard is measured
+
+
+def heaviest(latency: dict, n: int = HEAVIEST) -> list[str]:
+    """The keys of the `n` requests with the largest median."""
+    return sorted(latency, key=lambda key: latency[key]["p50_ms"], reverse=True)[:n]
+
+
+def measure(testbed, backend: str, catalog, url: str) -> dict:
+    """Dashboard median alone and under the loops, on `catalog` served anew
+    with the default limits."""
+    server = testbed.server(f"fairness-{backend}", url, limits=vitrina.DEFAULT_LIMITS)
+    try:
+        brand = catalog.figures["params"].found.brand
+        dashboard = Request.graphql(cases.DASHBOARD, {"brand": brand, "n": 20})
+        watcher = vitrina.create_key(testbed.binary, url)
+        heavy = heaviest(catalog.figures["latency"])
+        requests = [catalog.cases[key].request for key in heavy if key in catalog.cases]
+
+        def dashboard_p50(tag: str) -> float:
+            run = load.wrk(server.base, dashboard, watcher, clients=1,
+                           seconds=testbed.opts.duration, pinning=testbed.pin,
+                           workdir=testbed.workdir, name=f"fairness-{backend}.{tag}")
+            return run["p50_us"] / 1000
+
+        quiet = dashboard_p50("quiet")
+        outcomes: collections.Counter = collections.Counter()
+        lock, stop = threading.Lock(), threading.Event()
+
+        def loop(key: str) -> None:
+            while not stop.is_set():
+                for request in requests:
+                    status, _ = send(server.base, request, key)
+                    with lock:
+                        outcomes[status] += 1
+
+        keys = [vitrina.create_key(testbed.binary, url) for _ in range(HEAVY_KEYS)]
+        threads = [threading.Thread(target=loop, args=(key,), daemon=True)
+                   for key in keys for _ in range(LOOPS_PER_KEY)]
+        log(f"fairness: {len(threads)} loops of {', '.join(heavy)} from {HEAVY_KEYS} keys")
+        for thread in threads:
+            thread.start()
+        time.sleep(SETTLE_S)
+        loaded = dashboard_p50("loaded")
+        stop.set()
+        for thread in threads:
+            thread.join()
+    finally:
+        server.stop()
+    return {"quiet_p50_ms": quiet, "loaded_p50_ms": loaded, "ratio": loaded / quiet,
+            "heavy": heavy, "outcomes": dict(sorted(outcomes.items()))}

@@ -1,0 +1,104 @@
+//! The per-minute database-time budget of an account (`limits::db_time`):
+//! charged by what its REST handlers and GraphQL statements took, refused
+//! with a 429 naming the limit and its setting once spent, for that account
+//! only, until the minute of the clock ends.
+
+use chrono::TimeDelta;
+use serde_json::{Value, json};
+use vitrina::limits::Limits;
+
+use crate::helpers::graphql::{only_error_code, post};
+use crate::helpers::{TestApp, assert_plain_sentence};
+
+/// A budget of one millisecond a minute: spent by the first few requests.
+async fn app_with_one_millisecond() -> TestApp {
+    TestApp::spawn_with(Limits {
+        db_time_per_minute_ms: 1,
+        ..Limits::default()
+    })
+    .await
+}
+
+/// How many requests `send` answered 200 before its first other status,
+/// and that status's body; at most `most` requests are sent.
+async fn until_refused<F, Fut>(most: usize, mut send: F) -> (usize, u16, Value)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = (u16, Value)>,
+{
+    for answered in 0..most {
+        let (status, body) = send().await;
+        if status != 200 {
+            return (answered, status, body);
+        }
+    }
+    panic!("{most} requests were all answered: the budget was never spent");
+}
+
+#[tokio::test]
+async fn rest_requests_spend_the_budget_and_the_refusal_names_it() {
+    let app = app_with_one_millisecond().await;
+    let (key, other) = (app.key("acme").await, app.key("globex").await);
+    let (answered, status, body) = until_refused(200, || async {
+        let response = app.get_as(&key, "/v1/products").await;
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or_default())
+    })
+    .await;
+    assert!(answered >= 1, "an account with time left is admitted");
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(body["error"]["code"], "rate_limited");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert_plain_sentence(message);
+    for named in [
+        "1 ms",
+        "VITRINA_DB_TIME_PER_MINUTE_MS",
+        "retry in 60 seconds",
+    ] {
+        assert!(message.contains(named), "{named:?} in {message:?}");
+    }
+    let refused = app.get_as(&key, "/v1/brands").await;
+    assert_eq!(refused.status(), 429);
+    assert_eq!(refused.headers()["retry-after"], "60");
+
+    // GraphQL is refused for the same account, with the same code.
+    let (status, body) = post(&app, Some(&key), "{ brands { brand } }", json!({})).await;
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(only_error_code(&body), "RATE_LIMITED");
+    assert_eq!(body["errors"][0]["extensions"]["retryAfter"], 60);
+
+    assert_eq!(
+        app.get_as(&other, "/v1/products").await.status(),
+        200,
+        "another account keeps its own budget"
+    );
+    app.clock.advance(TimeDelta::seconds(45));
+    let later = app.get_as(&key, "/v1/brands").await;
+    assert_eq!(later.headers()["retry-after"], "15");
+    app.clock.advance(TimeDelta::seconds(15));
+    assert_eq!(
+        app.get_as(&key, "/v1/brands").await.status(),
+        200,
+        "a new minute"
+    );
+}
+
+#[tokio::test]
+async fn graphql_statements_spend_the_budget_of_their_account() {
+    let app = app_with_one_millisecond().await;
+    let key = app.key("acme").await;
+    let query = "{ products(first: 5) { totalCount nodes { id name } } brands { brand } }";
+    let (_, status, body) = until_refused(200, || post(&app, Some(&key), query, json!({}))).await;
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(only_error_code(&body), "RATE_LIMITED");
+    let message = body["errors"][0]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("VITRINA_DB_TIME_PER_MINUTE_MS"),
+        "{message}"
+    );
+    assert_eq!(
+        app.get_as(&key, "/v1/brands").await.status(),
+        429,
+        "REST shares the account's budget"
+    );
+}
