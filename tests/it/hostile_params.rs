@@ -46,6 +46,7 @@ async fn world() -> World {
     let app = TestApp::spawn_with(Limits {
         rate_per_minute: 1_000_000,
         daily_quota: 1_000_000_000,
+        db_time_per_minute_ms: 0,
     })
     .await;
     let options = SeedOptions {

@@ -20,6 +20,7 @@ async fn app() -> (TestApp, String) {
     let app = TestApp::spawn_with(Limits {
         rate_per_minute: RATE,
         daily_quota: QUOTA,
+        ..Limits::default()
     })
     .await;
     let key = app.key("acme").await;
