@@ -4,6 +4,7 @@
 
 use std::net::SocketAddr;
 
+use crate::query::Page;
 use clap::Args;
 
 /// Where the embedded default database lives: a SQLite file created on first start.
@@ -656,6 +657,15 @@ pub struct ListConfig {
     #[arg(long, env = "VITRINA_MAX_SELLERS_PER_LOOKUP", default_value_t = DEFAULT_MAX_SELLERS_PER_LOOKUP,
         value_parser = clap::value_parser!(u64).range(1..))]
     pub max_sellers_per_lookup: u64,
+
+    /// Rows of `GET /v1/products` that page numbers reach: a page may end
+    /// at row `page × page_size` at most (at least 500, so that page 1 of
+    /// every size is served). A deeper page is answered 422
+    /// `page_too_deep`, pointing to the GraphQL cursors, which cost the
+    /// same at any depth.
+    #[arg(long, env = "VITRINA_PRODUCTS_PAGE_WINDOW", default_value_t = DEFAULT_PRODUCTS_PAGE_WINDOW,
+        value_parser = clap::value_parser!(u64).range(Page::MAX_SIZE..))]
+    pub products_page_window: u64,
 }
 
 /// Entries a snapshot list keeps when `VITRINA_SNAPSHOT_MAX_ENTRIES` is not
@@ -673,11 +683,17 @@ pub const DEFAULT_SNAPSHOT_MAX_ENTRIES: u64 = 10_000;
 /// in odd or hostile data.
 pub const DEFAULT_MAX_SELLERS_PER_LOOKUP: u64 = 100;
 
+/// Rows page numbers reach when `VITRINA_PRODUCTS_PAGE_WINDOW` is not set.
+/// A page skips the rows before it by walking an index (see
+/// `query::products::list`), so its cost grows with its depth.
+pub const DEFAULT_PRODUCTS_PAGE_WINDOW: u64 = 10_000;
+
 impl Default for ListConfig {
     fn default() -> Self {
         ListConfig {
             snapshot_max_entries: DEFAULT_SNAPSHOT_MAX_ENTRIES,
             max_sellers_per_lookup: DEFAULT_MAX_SELLERS_PER_LOOKUP,
+            products_page_window: DEFAULT_PRODUCTS_PAGE_WINDOW,
         }
     }
 }

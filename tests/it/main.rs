@@ -15,6 +15,7 @@ mod codegen_docs;
 mod conditional;
 mod connections;
 mod db_unavailable;
+mod deep_pages;
 mod foundation;
 mod graphql_batch_limits;
 mod graphql_batching;
