@@ -187,7 +187,9 @@ impl ProductFilter {
 
     /// The ids of `limit` matching products after the first `skip`, in the
     /// order of [`ProductFilter::select`]: the rows skipped are read for
-    /// their order and id alone, which an index holds. A category alone
+    /// their order and id alone, which the index of the filter's order
+    /// holds (an index-only scan, unless the filter tests columns that
+    /// index lacks: a substring, or a second filter). A category alone
     /// walks its own index rows without joining products, so each row
     /// skipped is one index entry.
     fn page_ids(&self, skip: u64, limit: u64) -> SelectStatement {
