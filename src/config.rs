@@ -4,6 +4,7 @@
 
 use std::net::SocketAddr;
 
+use crate::query::Page;
 use clap::Args;
 
 /// Where the embedded default database lives: a SQLite file created on first start.
@@ -671,6 +672,14 @@ pub struct ListConfig {
     #[arg(long, env = "VITRINA_COUNT_BOUND", default_value_t = DEFAULT_COUNT_BOUND,
         value_parser = clap::value_parser!(u64).range(1..))]
     pub count_bound: u64,
+    /// Rows of `GET /v1/products` that page numbers reach: a page may end
+    /// at row `page × page_size` at most (at least 500, so that page 1 of
+    /// every size is served). A deeper page is answered 422
+    /// `page_too_deep`, pointing to the GraphQL cursors, which cost the
+    /// same at any depth.
+    #[arg(long, env = "VITRINA_PRODUCTS_PAGE_WINDOW", default_value_t = DEFAULT_PRODUCTS_PAGE_WINDOW,
+        value_parser = clap::value_parser!(u64).range(Page::MAX_SIZE..))]
+    pub products_page_window: u64,
 }
 
 /// Entries a snapshot list keeps when `VITRINA_SNAPSHOT_MAX_ENTRIES` is not
@@ -692,6 +701,10 @@ pub const DEFAULT_MAX_SELLERS_PER_LOOKUP: u64 = 100;
 /// not set: past a few thousand, a client shows "10,000+" rather than the
 /// figure, and counting 10,001 index entries is a bounded piece of work.
 pub const DEFAULT_COUNT_BOUND: u64 = 10_000;
+/// Rows page numbers reach when `VITRINA_PRODUCTS_PAGE_WINDOW` is not set.
+/// A page skips the rows before it by walking an index (see
+/// `query::products::list`), so its cost grows with its depth.
+pub const DEFAULT_PRODUCTS_PAGE_WINDOW: u64 = 10_000;
 
 impl Default for ListConfig {
     fn default() -> Self {
@@ -699,6 +712,7 @@ impl Default for ListConfig {
             snapshot_max_entries: DEFAULT_SNAPSHOT_MAX_ENTRIES,
             max_sellers_per_lookup: DEFAULT_MAX_SELLERS_PER_LOOKUP,
             count_bound: DEFAULT_COUNT_BOUND,
+            products_page_window: DEFAULT_PRODUCTS_PAGE_WINDOW,
         }
     }
 }

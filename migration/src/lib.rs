@@ -17,6 +17,7 @@ mod m20261128_000018_persisted_query_owners;
 mod m20261128_000019_product_stored_size;
 mod m20261129_000022_retention_indexes;
 mod m20261130_000023_product_counts;
+mod m20261130_000024_products_trust_newest;
 
 pub struct Migrator;
 
@@ -38,6 +39,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261128_000019_product_stored_size::Migration),
             Box::new(m20261129_000022_retention_indexes::Migration),
             Box::new(m20261130_000023_product_counts::Migration),
+            Box::new(m20261130_000024_products_trust_newest::Migration),
         ]
     }
 }

@@ -179,14 +179,31 @@ impl ProductFilter {
     }
 
     /// The ids of `limit` matching products after the first `skip`, in the
-    /// order of [`ProductFilter::select`].
+    /// order of [`ProductFilter::select`]: the rows skipped are read for
+    /// their order and id alone, which the index of the filter's order
+    /// holds (an index-only scan, unless the filter tests columns that
+    /// index lacks: a substring, or a second filter). A category alone
+    /// walks its own index rows without joining products, so each row
+    /// skipped is one index entry.
     fn page_ids(&self, skip: u64, limit: u64) -> SelectStatement {
-        self.select()
-            .select_only()
-            .column(product::Column::Id)
-            .offset(skip)
-            .limit(limit)
-            .into_query()
+        let condition = self.condition();
+        let mut ids = match given(&self.category) {
+            Some(category) if condition.is_empty() => product_category::Entity::find()
+                .select_only()
+                .column(product_category::Column::ProductId)
+                .filter(product_category::Column::CategoryKey.eq(text::fold(category)))
+                .into_query(),
+            _ => self
+                .matching()
+                .select_only()
+                .column(product::Column::Id)
+                .into_query(),
+        };
+        let (columns, direction) = self.order_columns();
+        for column in columns {
+            ids.order_by_expr(column, direction.clone());
+        }
+        ids.offset(skip).limit(limit).to_owned()
     }
 }
 
@@ -677,27 +694,26 @@ pub async fn list(
     budget: &ResponseBudget,
 ) -> Result<(Vec<ProductView>, bool), QueryError> {
     filter.validate()?;
-    let select = match page.offset() {
-        None => return Ok((Vec::new(), false)),
-        Some(0) => filter.select(),
-        // A deep page skips its offset over the ids alone (an index-only
-        // scan where the filter has an index), then reads its own rows.
-        Some(skip) => order::apply(
-            product::Entity::find()
-                .filter(product::Column::Id.in_subquery(filter.page_ids(skip, page.page_size + 1))),
-        ),
+    let Some(select) = page_select(filter, page) else {
+        return Ok((Vec::new(), false));
     };
-    let mut rows = read(
-        db,
-        select.limit(page.page_size + 1),
-        With::VIEW,
-        None,
-        budget,
-    )
-    .await?;
+    let mut rows = read(db, select, With::VIEW, None, budget).await?;
     let has_more = rows.products.len() as u64 > page.page_size;
     rows.products.truncate(page.page_size as usize);
     Ok((views(rows), has_more))
+}
+
+/// The products of `page` and the one after them (which tells whether more
+/// follow), or `None` for a page past what SQL can skip. The page's ids
+/// come first, the rows before them walked in an index of the filter's
+/// order (see [`ProductFilter::page_ids`]); only the rows of those ids are
+/// read, with their seller and child lists. So no row skipped, nor any
+/// matching row that a sort leaves out, is read whole or has its children
+/// read, whatever plan the database picks.
+fn page_select(filter: &ProductFilter, page: Page) -> Option<Select<product::Entity>> {
+    let ids = filter.page_ids(page.offset()?, page.page_size + 1);
+    let rows = product::Entity::find().filter(product::Column::Id.in_subquery(ids));
+    Some(order::apply(rows).limit(page.page_size + 1))
 }
 
 /// One product by internal id.

@@ -46,7 +46,9 @@ pub struct ProductsQuery {
     name_contains: Option<String>,
     #[param(value_type = Option<TrustStatus>)]
     trust_status: Option<String>,
-    /// Page number from 1; invalid values fall back to 1.
+    /// Page number from 1; invalid values fall back to 1. Pages reach the
+    /// first 10,000 products of a list by default: `page × page_size` at
+    /// most that (see the 422 answer).
     #[param(value_type = Option<u64>, minimum = 1)]
     page: Option<u64>,
     /// 1..500; invalid values fall back to 100.
@@ -55,11 +57,18 @@ pub struct ProductsQuery {
 }
 
 /// Products matching the filters, newest first (`first_seen_at` desc, then id).
+///
+/// Page numbers reach the first 10,000 products of a list (the server's
+/// `VITRINA_PRODUCTS_PAGE_WINDOW`): a page ending past them (`page ×
+/// page_size` above it) is 422 `page_too_deep`, whose message names the
+/// limit. A page skips the rows before it by walking them, so its cost
+/// grows with its depth; read further with the cursors of GraphQL
+/// `products(first:, after:)`, which cost the same at any depth.
 #[utoipa::path(get, operation_id = "listProducts", path = "/products", tag = "products", params(ProductsQuery),
     responses(
         (status = 200, body = ProductPage),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 429, body = ErrorBody),
-        (status = 422, body = ErrorBody, description = "response_too_large: the products would pass the response size limit; ask for a smaller page_size"),
+        (status = 422, body = ErrorBody, description = "response_too_large: the products would pass the response size limit; ask for a smaller page_size. page_too_deep: the page ends past the products page numbers reach (page × page_size above VITRINA_PRODUCTS_PAGE_WINDOW, 10,000 by default); read further with GraphQL cursors, products(first:, after:)"),
     ),
     security(("bearerAuth" = [])))]
 pub async fn list(
@@ -86,7 +95,10 @@ pub async fn list(
             &names(TrustStatus::ALL, TrustStatus::as_str),
         )?,
     };
-    let page = Page::clamped(q.page, q.page_size);
+    let page = within_window(
+        Page::clamped(q.page, q.page_size),
+        state.settings.lists.products_page_window,
+    )?;
     let budget = sized::budget(&state);
     let (views, has_more) = products::list(&state.db, &filter, page, &budget).await?;
     let body = ProductPage {
@@ -98,6 +110,25 @@ pub async fn list(
         },
     };
     Ok(sized::within(&state, body))
+}
+
+/// `page`, unless it ends past the first `window` products of the list:
+/// a page skips the rows before it by walking them, so its cost grows with
+/// its depth, where a cursor's does not.
+fn within_window(page: Page, window: u64) -> Result<Page, ApiError> {
+    if page.page.saturating_mul(page.page_size) <= window {
+        return Ok(page);
+    }
+    Err(ApiError::Unprocessable {
+        code: "page_too_deep",
+        message: format!(
+            "Page numbers reach the first {window} products of a list \
+             (VITRINA_PRODUCTS_PAGE_WINDOW) and page {} of {} products goes past them; \
+             read further with the cursors of GraphQL products(first:, after:), \
+             which cost the same at any depth",
+            page.page, page.page_size
+        ),
+    })
 }
 
 /// One product by its internal id.

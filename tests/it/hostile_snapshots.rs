@@ -312,6 +312,7 @@ async fn the_largest_entry_limits_that_can_be_set_still_read() {
         lists: ListConfig {
             snapshot_max_entries: u64::MAX,
             max_sellers_per_lookup: u64::MAX,
+            products_page_window: u64::MAX,
             ..ListConfig::default()
         },
         ..Settings::default()

@@ -1,0 +1,281 @@
+//! Deep pages of `GET /v1/products` (issue 28, item 3): a page walks the
+//! rows before it in an index holding their order and id alone, then reads
+//! its own rows and their children; past the window of rows page numbers
+//! reach (`VITRINA_PRODUCTS_PAGE_WINDOW`) a page is refused, pointing to
+//! the GraphQL cursors.
+
+use sea_orm::{ConnectionTrait, DbBackend, Statement, TransactionTrait};
+use serde_json::Value;
+use vitrina::config::{ListConfig, Settings};
+use vitrina::seed::{DEMO_ACCOUNT, SeedOptions};
+
+use crate::helpers::{TestApp, assert_plain_sentence, ids};
+
+const SEED: u64 = 28;
+const PRODUCTS: u64 = 300;
+const SIZE: u64 = 10;
+
+/// Filters whose order an index holds, with the index a page walks.
+const INDEXED: &[(&str, &str)] = &[
+    ("", "products_newest_desc"),
+    ("marketplace=ozon", "products_marketplace_newest"),
+    ("trust_status=verified", "products_trust_newest"),
+    ("category=электроника", "product_categories_newest"),
+];
+
+async fn demo(window: u64) -> (TestApp, String) {
+    let app = TestApp::spawn_with_settings(Settings {
+        lists: ListConfig {
+            products_page_window: window,
+            ..ListConfig::default()
+        },
+        ..Settings::default()
+    })
+    .await;
+    let options = SeedOptions {
+        demo: true,
+        products: PRODUCTS,
+        seed: SEED,
+    };
+    vitrina::seed::seed(&app.db, &options).await.expect("seed");
+    let key = app.key(DEMO_ACCOUNT).await;
+    (app, key)
+}
+
+/// The ids of every product matching `filter`, in one page.
+async fn all_ids(app: &TestApp, key: &str, filter: &str) -> Vec<String> {
+    let page = app
+        .json_as(key, &format!("/v1/products?{filter}&page_size=500"))
+        .await;
+    assert_eq!(page["meta"]["has_more"], false, "{filter}");
+    ids(page["data"].as_array().unwrap())
+}
+
+#[tokio::test]
+async fn a_deep_page_walks_an_index_alone_and_reads_only_its_own_rows() {
+    let (app, key) = demo(ListConfig::default().products_page_window).await;
+    let backend = app.db.get_database_backend();
+    if backend == DbBackend::Postgres {
+        // As autovacuum leaves a table: its pages all-visible, so an index
+        // alone can answer.
+        app.db
+            .execute_unprepared("VACUUM ANALYZE products, product_categories")
+            .await
+            .unwrap();
+    }
+    for &(filter, index) in INDEXED {
+        let matching = all_ids(&app, &key, filter).await.len() as u64;
+        let page = matching / SIZE / 2 + 1;
+        assert!(page >= 3, "{filter}: {matching} products make a deep page");
+        let from = app.statements();
+        let path = format!("/v1/products?{filter}&page={page}&page_size={SIZE}");
+        let shown = app.json_as(&key, &path).await;
+        assert_eq!(shown["data"].as_array().unwrap().len() as u64, SIZE);
+        let statement = app.statement_reading(from, "products");
+        let skip = (page - 1) * SIZE;
+        match backend {
+            DbBackend::Postgres => check_postgres(&app, &statement, index, skip).await,
+            _ => check_sqlite(&app, &statement, index).await,
+        }
+    }
+}
+
+/// PostgreSQL runs the page (`EXPLAIN ANALYZE`, sequential scans priced
+/// out as on a large table): an index-only scan of `index` reads the
+/// `skip` rows and the page's; every other scan, the children's
+/// subqueries included, runs at most once per row of the page.
+async fn check_postgres(app: &TestApp, statement: &str, index: &str, skip: u64) {
+    let plan = explain(
+        app,
+        &format!("EXPLAIN (ANALYZE, FORMAT JSON) {statement}"),
+        "SET LOCAL enable_seqscan = off",
+    )
+    .await;
+    let plan: Value = serde_json::from_str(&plan[0]).unwrap();
+    let mut nodes = Vec::new();
+    flatten(&plan[0]["Plan"], &mut nodes);
+    let walk: Vec<&Value> = nodes
+        .iter()
+        .filter(|n| n["Node Type"] == "Index Only Scan" && n["Index Name"] == index)
+        .copied()
+        .collect();
+    assert_eq!(walk.len(), 1, "one walk of {index}: {plan:#}");
+    let walked = walk[0]["Actual Rows"].as_u64().unwrap();
+    assert!(walked > skip, "the walk reads the rows skipped: {plan:#}");
+    for node in nodes.iter().filter(|n| !std::ptr::eq(**n, walk[0])) {
+        let loops = node["Actual Loops"].as_u64().unwrap();
+        assert!(
+            loops <= SIZE + 1,
+            "{} runs {loops} times, more than once per row of the page: {plan:#}",
+            node["Node Type"]
+        );
+        if matches!(
+            node["Relation Name"].as_str(),
+            Some("products" | "product_categories")
+        ) {
+            let rows = node["Actual Rows"].as_u64().unwrap() * loops;
+            assert!(
+                rows <= SIZE + 1,
+                "{rows} rows of the list read again: {plan:#}"
+            );
+        }
+    }
+}
+
+/// Every node of a PostgreSQL JSON plan.
+fn flatten<'a>(node: &'a Value, into: &mut Vec<&'a Value>) {
+    into.push(node);
+    for child in node["Plans"].as_array().into_iter().flatten() {
+        flatten(child, into);
+    }
+}
+
+/// SQLite's plan: the ids subquery walks a covering index of `index`,
+/// the page's rows are looked up by id, and the children's subqueries are
+/// the outer statement's, run per row it reads.
+async fn check_sqlite(app: &TestApp, statement: &str, index: &str) {
+    let rows = explain(app, &format!("EXPLAIN QUERY PLAN {statement}"), "SELECT 1").await;
+    let lines: Vec<(i64, i64, String)> = rows
+        .iter()
+        .map(|r| {
+            let mut parts = r.splitn(3, '|');
+            let mut number = || parts.next().unwrap().parse::<i64>().unwrap();
+            (number(), number(), parts.next().unwrap().to_owned())
+        })
+        .collect();
+    let plan = rows.join("\n");
+    let ancestors = |mut id: i64| {
+        let mut found = Vec::new();
+        while let Some((_, parent, detail)) = lines.iter().find(|(i, _, _)| *i == id) {
+            found.push(detail.clone());
+            id = *parent;
+        }
+        found
+    };
+    let walks: Vec<&(i64, i64, String)> = lines
+        .iter()
+        .filter(|(_, _, d)| d.contains(&format!("USING COVERING INDEX {index}")))
+        .collect();
+    assert_eq!(walks.len(), 1, "one walk of {index}:\n{plan}");
+    assert!(
+        ancestors(walks[0].0)
+            .iter()
+            .any(|d| d.starts_with("LIST SUBQUERY")),
+        "the walk is the ids subquery:\n{plan}"
+    );
+    let outer = lines
+        .iter()
+        .find(|(_, parent, _)| *parent == 0)
+        .map(|(_, _, d)| d.as_str());
+    assert!(
+        outer
+            .is_some_and(|d| d.starts_with("SEARCH products USING INDEX") && d.ends_with("(id=?)")),
+        "the page's rows are read by id:\n{plan}"
+    );
+    for (id, _, detail) in &lines {
+        if detail.starts_with("CORRELATED SCALAR SUBQUERY") {
+            assert!(
+                !ancestors(*id)
+                    .iter()
+                    .any(|d| d.starts_with("LIST SUBQUERY")),
+                "children are read for the page's rows:\n{plan}"
+            );
+        }
+    }
+}
+
+/// The rows of `explain` (PostgreSQL: its one column; SQLite: `id|parent|detail`),
+/// after `setting` in the same transaction.
+async fn explain(app: &TestApp, explain: &str, setting: &str) -> Vec<String> {
+    let backend = app.db.get_database_backend();
+    let txn = app.db.begin().await.unwrap();
+    txn.execute_unprepared(setting).await.unwrap();
+    let rows = txn
+        .query_all_raw(Statement::from_string(backend, explain))
+        .await
+        .unwrap();
+    txn.rollback().await.unwrap();
+    rows.iter()
+        .map(|row| match backend {
+            DbBackend::Postgres => row
+                .try_get_by_index::<Value>(0)
+                .map(|v| v.to_string())
+                .unwrap(),
+            _ => format!(
+                "{}|{}|{}",
+                row.try_get_by_index::<i64>(0).unwrap(),
+                row.try_get_by_index::<i64>(1).unwrap(),
+                row.try_get_by_index::<String>(3).unwrap()
+            ),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn deep_pages_are_the_list_cut_in_pages() {
+    let (app, key) = demo(ListConfig::default().products_page_window).await;
+    for filter in INDEXED
+        .iter()
+        .map(|(filter, _)| *filter)
+        .chain(["name_contains=a", "marketplace=ozon&brand=samsung"])
+    {
+        let whole = all_ids(&app, &key, filter).await;
+        let mut paged = Vec::new();
+        for page in 1.. {
+            let path = format!("/v1/products?{filter}&page={page}&page_size=7");
+            let shown = app.json_as(&key, &path).await;
+            paged.extend(ids(shown["data"].as_array().unwrap()));
+            let more = shown["meta"]["has_more"].as_bool().unwrap();
+            assert_eq!(more, paged.len() < whole.len(), "{path}");
+            if !more {
+                break;
+            }
+        }
+        assert_eq!(paged, whole, "{filter}");
+    }
+}
+
+#[tokio::test]
+async fn a_page_past_the_window_is_refused_naming_the_limit_and_the_cursors() {
+    let (app, key) = demo(500).await;
+    for path in [
+        "page=5&page_size=100",
+        "page=1&page_size=500",
+        "page=0&page_size=100",
+        "page=abc&page_size=999",
+        "page=50&page_size=10&brand=no-such-brand",
+    ] {
+        app.json_as(&key, &format!("/v1/products?{path}")).await;
+    }
+    for path in [
+        "page=6&page_size=100",
+        "page=2&page_size=500",
+        "page=51&page_size=10&brand=no-such-brand",
+        "page=18446744073709551615",
+    ] {
+        let response = app.get_as(&key, &format!("/v1/products?{path}")).await;
+        assert_eq!(response.status(), 422, "{path}");
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "page_too_deep", "{path}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert_plain_sentence(message);
+        for named in [
+            "500",
+            "VITRINA_PRODUCTS_PAGE_WINDOW",
+            "products(first:, after:)",
+        ] {
+            assert!(message.contains(named), "{named} in {message}");
+        }
+    }
+
+    let doc: Value = app.get("/v1/openapi.json").await.json().await.unwrap();
+    let list = &doc["paths"]["/products"]["get"];
+    let refusal = list["responses"]["422"]["description"].as_str().unwrap();
+    assert!(refusal.contains("page_too_deep"), "{refusal}");
+    assert!(
+        list["description"]
+            .as_str()
+            .is_some_and(|d| d.contains("VITRINA_PRODUCTS_PAGE_WINDOW")),
+        "{list:#}"
+    );
+}
