@@ -17,7 +17,9 @@ from .http import Request, send
 from .proc import Failed
 
 PAGE = 20  # rows of every list in the set (the dashboard also runs at 100)
-DEEP_PAGE = 1000  # REST's deep page; capped so the page stays full on small data
+# Rows of GET /v1/products that page numbers reach (VITRINA_PRODUCTS_PAGE_WINDOW).
+PAGE_WINDOW = 10_000
+DEEP_PAGE = PAGE_WINDOW // PAGE  # REST's deep page; capped so the page stays full on small data
 
 
 @dataclass

@@ -33,13 +33,16 @@ def heaviest(latency: dict, n: int = HEAVIEST) -> list[str]:
 def measure(testbed, backend: str, catalog, url: str) -> dict:
     """Dashboard median alone and under the loops, on `catalog` served anew
     with the default limits."""
+    heavy = [key for key in heaviest(catalog.figures["latency"]) if key in catalog.cases]
+    if not heavy:
+        log("fairness: no request answered on the largest catalog; not measured")
+        return {}
+    requests = [catalog.cases[key].request for key in heavy]
     server = testbed.server(f"fairness-{backend}", url, limits=vitrina.DEFAULT_LIMITS)
     try:
         brand = catalog.figures["params"].found.brand
         dashboard = Request.graphql(cases.DASHBOARD, {"brand": brand, "n": 20})
         watcher = vitrina.create_key(testbed.binary, url)
-        heavy = heaviest(catalog.figures["latency"])
-        requests = [catalog.cases[key].request for key in heavy if key in catalog.cases]
 
         def dashboard_p50(tag: str) -> float:
             run = load.wrk(server.base, dashboard, watcher, clients=1,
