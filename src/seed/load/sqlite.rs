@@ -4,9 +4,8 @@
 //! That connection checks no foreign keys (the generator makes every
 //! reference before it is used; a test runs `PRAGMA foreign_key_check`),
 //! keeps a large page cache, so the indexes built at the end sort in memory,
-//! and does not wait for the disk (`synchronous=OFF`): the load writes its
-//! gigabytes through the WAL and a checkpoint, and waiting on every flush of
-//! them would cost more than generating them. The journal stays as the
+//! and does not wait for the disk (`synchronous=OFF`) while it writes its
+//! gigabytes through the WAL and the checkpoint at commit. The journal stays as the
 //! database has it (WAL): if the process is killed, the transaction was
 //! never committed and the file is as before the seed; only a crash of the
 //! machine itself during the seed can leave a file to seed afresh. These
