@@ -2,14 +2,16 @@
 //! limit allows, in one transaction on a connection of the load's own.
 //!
 //! That connection checks no foreign keys (the generator makes every
-//! reference before it is used; a test runs `PRAGMA foreign_key_check`) and
-//! keeps a large page cache, so the indexes built at the end sort in memory.
-//! Both settings live on that connection alone and end with it. The journal
-//! stays as the database has it (WAL, `synchronous=NORMAL`): if the process is
-//! killed, the transaction was never committed and the file is as before the
-//! seed.
+//! reference before it is used; a test runs `PRAGMA foreign_key_check`),
+//! keeps a large page cache, so the indexes built at the end sort in memory,
+//! and does not wait for the disk (`synchronous=OFF`) while it writes its
+//! gigabytes through the WAL and the checkpoint at commit. The journal stays as the
+//! database has it (WAL): if the process is killed, the transaction was
+//! never committed and the file is as before the seed; only a crash of the
+//! machine itself during the seed can leave a file to seed afresh. These
+//! settings live on that connection alone and end with it.
 
-use sea_orm::sqlx::sqlite::SqlitePoolOptions;
+use sea_orm::sqlx::sqlite::{SqlitePoolOptions, SqliteSynchronous};
 use sea_orm::{
     ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbBackend, DbErr, EntityTrait,
     IdenStatic, Iterable, ModelTrait, SqlxSqliteConnector, Statement, Value,
@@ -82,6 +84,7 @@ impl Load {
             .as_ref()
             .clone()
             .foreign_keys(false)
+            .synchronous(SqliteSynchronous::Off)
             .pragma("cache_size", format!("-{CACHE_KIB}"));
         let pool = SqlitePoolOptions::new()
             .max_connections(1)
