@@ -387,13 +387,18 @@ where
 /// exist (autovacuum may be off, or not have come round yet), PostgreSQL
 /// plans the batched lookups of a page as scans of whole tables. There,
 /// VACUUM also marks the new pages all-visible, so counts and deep pages can
-/// read their indexes alone.
+/// read their indexes alone. On SQLite the load left a write-ahead log as
+/// large as what it wrote, which checkpoints only reuse: it is copied into
+/// the database and truncated.
 pub async fn refresh_statistics(db: &DatabaseConnection) -> Result<(), DbErr> {
-    let sql = match db.get_database_backend() {
-        DbBackend::Postgres => "VACUUM ANALYZE",
-        _ => "ANALYZE",
+    let statements: &[&str] = match db.get_database_backend() {
+        DbBackend::Postgres => &["VACUUM ANALYZE"],
+        _ => &["ANALYZE", "PRAGMA wal_checkpoint(TRUNCATE)"],
     };
-    db.execute_unprepared(sql).await.map(|_| ())
+    for sql in statements {
+        db.execute_unprepared(sql).await?;
+    }
+    Ok(())
 }
 
 /// Begins a transaction that will write. On SQLite it takes the write lock up
