@@ -77,8 +77,8 @@ def finish_seed(process, backend: str) -> str:
     return summary
 
 
-def create_key(binary: str, database_url: str) -> str:
-    out = command(binary, database_url, "keys", "create", "--account", "bench")
+def create_key(binary: str, database_url: str, account: str = "bench") -> str:
+    out = command(binary, database_url, "keys", "create", "--account", account)
     for line in out.splitlines():
         if line.startswith("vtr_"):
             return line.strip()
