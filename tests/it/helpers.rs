@@ -176,7 +176,12 @@ impl TestApp {
     /// The app over `products` demo products made by the seed generator with
     /// `seed`, and a key of the demo account.
     pub async fn demo(products: u64, seed: u64) -> (TestApp, String) {
-        let app = Self::spawn().await;
+        Self::demo_with(Limits::default(), products, seed).await
+    }
+
+    /// As [`TestApp::demo`], with these per-account limits.
+    pub async fn demo_with(limits: Limits, products: u64, seed: u64) -> (TestApp, String) {
+        let app = Self::spawn_with(limits).await;
         let options = SeedOptions {
             demo: true,
             products,
