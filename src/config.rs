@@ -728,8 +728,9 @@ pub struct Limits {
     pub db_time_per_minute_ms: u64,
 }
 
-/// A sixth of one connection's time: four accounts looping the heaviest
-/// requests together keep less than one database core busy.
+/// A sixth of one connection's time over a minute: four accounts looping
+/// the heaviest requests spend at most 40 s of database time a minute
+/// (within the minute they may spend it at once).
 pub const DEFAULT_DB_TIME_PER_MINUTE_MS: u64 = 10_000;
 
 impl Default for Limits {
