@@ -23,10 +23,9 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, TimeZone, Utc};
-use entity::{product, seller};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use sea_orm::{DatabaseConnection, DbErr, EntityTrait, PaginatorTrait};
+use sea_orm::{ConnectionTrait, DatabaseConnection, DbErr, Statement};
 use tokio::sync::mpsc;
 
 use crate::error::Error;
@@ -36,7 +35,7 @@ pub use catalog::Catalog;
 pub use ids::MAX_PRODUCTS;
 pub use progress::Progress;
 
-use load::{Batch, Encoding, Loader};
+use load::{Batch, Begun, Encoding, Loader};
 use progress::Meter;
 
 /// The account that owns the demo scrape sessions and the printed demo key.
@@ -107,9 +106,16 @@ impl fmt::Display for SeedReport {
     }
 }
 
-/// Whether the database holds no products yet.
+/// Whether the catalog tables the seed fills (products, sellers and the
+/// products' children) hold no row yet.
 pub async fn is_empty(db: &DatabaseConnection) -> Result<bool, Error> {
-    Ok(product::Entity::find().count(db).await? == 0)
+    let occupied = db
+        .query_one_raw(Statement::from_string(
+            db.get_database_backend(),
+            load::occupied_tables_query(),
+        ))
+        .await?;
+    Ok(occupied.is_none())
 }
 
 /// Generates the dataset into an empty database, showing no progress.
@@ -124,15 +130,17 @@ pub async fn seed_showing(
     options: &SeedOptions,
     progress: Progress,
 ) -> Result<SeedReport, Error> {
-    // Sellers are loaded with the products: the load replaces the table.
-    if !is_empty(db).await? || seller::Entity::find().count(db).await? > 0 {
-        return Err(Error::Invalid(
-            "the database already holds products; seed needs an empty database".into(),
-        ));
-    }
     let started = Instant::now();
+    let mut loader = match Loader::begin(db).await? {
+        Begun::Ready(loader) => loader,
+        Begun::Occupied(tables) => {
+            return Err(Error::Invalid(format!(
+                "the database already holds a catalog ({} not empty); seed needs an empty database",
+                tables.join(", ")
+            )));
+        }
+    };
     let meter = Meter::new(progress, options.products);
-    let mut loader = Loader::begin(db).await?;
     let (sender, mut batches) = mpsc::channel(QUEUE);
     let generator = {
         let (options, encoding) = (options.clone(), loader.encoding());

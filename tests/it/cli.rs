@@ -4,7 +4,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use migration::{Migrator, MigratorTrait};
-use sea_orm::{ActiveModelTrait, ActiveValue::Set};
+use sea_orm::{ActiveModelTrait, ActiveValue::Set, EntityTrait};
 
 use crate::helpers::TestDb;
 use crate::helpers::cli::{assert_clean_failure, create_loopback_webhook, stderr, stdout, vitrina};
@@ -204,6 +204,27 @@ async fn serve_with_demo_data_answers_health_and_prints_a_key() {
     assert!(
         !vitrina::seed::is_empty(&conn).await.unwrap(),
         "demo data was loaded"
+    );
+}
+
+#[tokio::test]
+async fn serve_demo_over_sellers_alone_keeps_them_and_skips_the_demo_data() {
+    let db = TestDb::new().await;
+    let conn = db.connect().await;
+    let kept = crate::fixtures::seller(entity::Marketplace::Wildberries, "kept");
+    let kept = crate::fixtures::insert_seller(&conn, kept).await;
+    let mut served = Serve::start(&db.url, &["--demo"], &[("RUST_LOG", "warn")]);
+    assert!(served.line_after("demo API key: ").starts_with("vtr_"));
+    stop(served).await;
+    let sellers = entity::seller::Entity::find().all(&conn).await.unwrap();
+    assert_eq!(sellers, vec![kept]);
+    assert!(
+        entity::product::Entity::find()
+            .all(&conn)
+            .await
+            .unwrap()
+            .is_empty(),
+        "no demo data over a catalog"
     );
 }
 

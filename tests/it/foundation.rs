@@ -11,6 +11,7 @@ use sea_orm::{DatabaseConnection, EntityTrait, PaginatorTrait, QueryOrder};
 use vitrina::clock::Clock;
 use vitrina::seed::{self, SeedOptions};
 
+use crate::fixtures;
 use crate::helpers::{TestApp, TestDb, migrate_down_through};
 
 #[tokio::test]
@@ -198,6 +199,23 @@ async fn seeding_refuses_a_database_that_holds_products() {
     let err = seed::seed(&db, &options).await.unwrap_err();
     assert!(err.to_string().contains("empty database"), "{err}");
     assert_eq!(product::Entity::find().count(&db).await.unwrap(), 10);
+}
+
+#[tokio::test]
+async fn seeding_refuses_a_catalog_of_sellers_alone_and_keeps_them() {
+    let test_db = TestDb::new().await;
+    let db = test_db.connect().await;
+    fixtures::insert_seller(&db, fixtures::seller(Marketplace::Ozon, "s-1")).await;
+    assert!(!seed::is_empty(&db).await.unwrap());
+    let options = SeedOptions {
+        demo: false,
+        products: 10,
+        seed: 1,
+    };
+    let err = seed::seed(&db, &options).await.unwrap_err();
+    assert!(err.to_string().contains("sellers not empty"), "{err}");
+    assert_eq!(seller::Entity::find().count(&db).await.unwrap(), 1);
+    assert_eq!(product::Entity::find().count(&db).await.unwrap(), 0);
 }
 
 #[tokio::test]

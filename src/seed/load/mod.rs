@@ -86,6 +86,23 @@ impl Encoding {
     }
 }
 
+/// A statement naming each loaded table that holds a row: a load begins only
+/// into an empty catalog, for it replaces what the tables hold.
+pub(crate) fn occupied_tables_query() -> String {
+    tables()
+        .iter()
+        .map(|t| format!("SELECT '{t}' WHERE EXISTS (SELECT 1 FROM \"{t}\")"))
+        .collect::<Vec<_>>()
+        .join(" UNION ALL ")
+}
+
+/// How beginning a load went.
+pub enum Begun {
+    Ready(Loader),
+    /// These tables hold rows; nothing was changed.
+    Occupied(Vec<String>),
+}
+
 /// A load under way: its transaction is open until [`Loader::finish`];
 /// dropped before, it is rolled back.
 pub enum Loader {
@@ -94,13 +111,21 @@ pub enum Loader {
 }
 
 impl Loader {
-    /// Opens the load's transaction and takes down what slows a bulk load.
-    pub async fn begin(db: &DatabaseConnection) -> Result<Self, DbErr> {
-        match db.get_database_backend() {
-            DbBackend::Postgres => Ok(Loader::Postgres(postgres::Load::begin(db).await?)),
-            DbBackend::Sqlite => Ok(Loader::Sqlite(sqlite::Load::begin(db).await?)),
-            other => Err(DbErr::Custom(format!("cannot seed a {other:?} database"))),
-        }
+    /// Opens the load's transaction, checks inside it (after taking the
+    /// locks, so no writer can slip in between) that the loaded tables are
+    /// empty, and takes down what slows a bulk load.
+    pub async fn begin(db: &DatabaseConnection) -> Result<Begun, DbErr> {
+        Ok(match db.get_database_backend() {
+            DbBackend::Postgres => match postgres::Load::begin(db).await? {
+                Ok(load) => Begun::Ready(Loader::Postgres(load)),
+                Err(occupied) => Begun::Occupied(occupied),
+            },
+            DbBackend::Sqlite => match sqlite::Load::begin(db).await? {
+                Ok(load) => Begun::Ready(Loader::Sqlite(load)),
+                Err(occupied) => Begun::Occupied(occupied),
+            },
+            other => return Err(DbErr::Custom(format!("cannot seed a {other:?} database"))),
+        })
     }
 
     pub fn encoding(&self) -> Encoding {

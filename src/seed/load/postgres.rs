@@ -1,6 +1,11 @@
 //! PostgreSQL: `COPY ... FROM STDIN (FORMAT binary, FREEZE)` into the
-//! loaded tables, emptied by `TRUNCATE` in the same transaction, with their
-//! indexes and foreign keys dropped until the end.
+//! loaded tables, with their indexes and foreign keys dropped until the end.
+//! FREEZE needs the tables emptied by `TRUNCATE` in the same transaction;
+//! they are locked first and truncated only when they hold no row, so the
+//! seed never deletes anything. The locks (ACCESS EXCLUSIVE, as `TRUNCATE`
+//! and `DROP INDEX` take anyway) are waited for at most the connection's
+//! `lock_timeout` (`VITRINA_DB_WAIT_MS`) and held until the commit: readers
+//! of the catalog wait for the load, which is meant for a new database.
 //!
 //! The binary format spares both sides the text of timestamps, UUIDs and
 //! numbers: the generator copies their bytes, and the server does not parse
@@ -22,7 +27,7 @@ use sea_orm::{
     DatabaseConnection, DbErr, EntityTrait, IdenStatic, Iterable, ModelTrait, RuntimeErr, Value,
 };
 
-use super::{Encoder, Rows, tables};
+use super::{Encoder, Rows, occupied_tables_query, tables};
 
 /// Memory each index build may sort in (the server's default is 64 MB, so a
 /// million-row index would sort on disk). Set for the load's transaction
@@ -80,13 +85,26 @@ pub struct Load {
 }
 
 impl Load {
-    pub async fn begin(db: &DatabaseConnection) -> Result<Self, DbErr> {
+    /// The load, or the loaded tables that hold rows (then nothing changed).
+    pub async fn begin(db: &DatabaseConnection) -> Result<Result<Self, Vec<String>>, DbErr> {
         let mut txn = db
             .get_postgres_connection_pool()
             .begin()
             .await
             .map_err(exec)?;
         let tables: Vec<String> = tables().into_iter().map(quoted).collect();
+        run(
+            &mut txn,
+            format!("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE", tables.join(", ")),
+        )
+        .await?;
+        let occupied: Vec<String> = sqlx::query_scalar(AssertSqlSafe(occupied_tables_query()))
+            .fetch_all(&mut *txn)
+            .await
+            .map_err(exec)?;
+        if !occupied.is_empty() {
+            return Ok(Err(occupied));
+        }
         let (drop, restore) = take_down(&mut txn, &tables).await?;
         for statement in drop {
             run(&mut txn, statement).await?;
@@ -97,7 +115,7 @@ impl Load {
             format!("SET LOCAL maintenance_work_mem = '{INDEX_BUILD_MEMORY}'"),
         )
         .await?;
-        Ok(Load { txn, restore })
+        Ok(Ok(Load { txn, restore }))
     }
 
     pub async fn write(&mut self, batch: Batch) -> Result<(), DbErr> {

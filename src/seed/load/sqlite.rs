@@ -17,7 +17,7 @@ use sea_orm::{
     IdenStatic, Iterable, ModelTrait, SqlxSqliteConnector, Statement, Value,
 };
 
-use super::{Encoder, Rows, tables};
+use super::{Encoder, Rows, occupied_tables_query, tables};
 use crate::db::MAX_PARAMS;
 
 /// Page cache of the load's connection, in KiB: enough for the largest
@@ -77,7 +77,10 @@ pub struct Load {
 }
 
 impl Load {
-    pub async fn begin(db: &DatabaseConnection) -> Result<Self, DbErr> {
+    /// The load, or the loaded tables that hold rows (then nothing changed).
+    /// Its transaction holds the write lock from the start, so no writer
+    /// slips in between the check and the load.
+    pub async fn begin(db: &DatabaseConnection) -> Result<Result<Self, Vec<String>>, DbErr> {
         let options = db
             .get_sqlite_connection_pool()
             .connect_options()
@@ -93,6 +96,18 @@ impl Load {
             .map_err(|e| DbErr::Conn(sea_orm::RuntimeErr::SqlxError(e.into())))?;
         let connection = SqlxSqliteConnector::from_sqlx_sqlite_pool(pool);
         let txn = crate::db::begin_write(&connection).await?;
+        let occupied = txn
+            .query_all_raw(Statement::from_string(
+                DbBackend::Sqlite,
+                occupied_tables_query(),
+            ))
+            .await?
+            .iter()
+            .map(|row| row.try_get_by_index(0))
+            .collect::<Result<Vec<String>, _>>()?;
+        if !occupied.is_empty() {
+            return Ok(Err(occupied));
+        }
         let names: Vec<String> = tables().iter().map(|t| format!("'{t}'")).collect();
         let indexes = txn
             .query_all_raw(Statement::from_string(
@@ -111,11 +126,11 @@ impl Load {
                 .await?;
             restore.push(index.try_get("", "sql")?);
         }
-        Ok(Load {
+        Ok(Ok(Load {
             connection,
             txn,
             restore,
-        })
+        }))
     }
 
     pub async fn write(&mut self, batch: Batch) -> Result<(), DbErr> {
