@@ -321,8 +321,10 @@ pub struct JobsConfig {
         value_parser = clap::value_parser!(u64).range(1..))]
     pub retention_batch: u64,
 
-    /// Retention deletes one scheduler tick runs at most; what is left
-    /// waits for the next tick, so a large backlog never holds up merges.
+    /// Retention deletes one scheduler tick runs at most for each kind of
+    /// row (submissions, deliveries, price history); what is left waits for
+    /// the next tick, so a large backlog never holds up merges, nor one kind
+    /// another.
     #[arg(long, env = "VITRINA_RETENTION_BATCHES_PER_TICK", default_value_t = DEFAULT_RETENTION_BATCHES_PER_TICK,
         value_parser = clap::value_parser!(u64).range(1..))]
     pub retention_batches_per_tick: u64,

@@ -8,9 +8,10 @@
 //! Every delete is one statement of at most `batch` rows, oldest first, run
 //! in a transaction of its own, so it holds its locks (SQLite's write lock,
 //! PostgreSQL's row locks) for a few milliseconds, never for a whole purge;
-//! a pass runs at most `batches_per_pass` of them and leaves the rest to the
-//! next pass, so a large backlog never holds up the merge that shares the
-//! scheduler's tick.
+//! a pass runs at most `batches_per_pass` of them for each kind (submissions,
+//! deliveries, history) and leaves the rest to the next pass, so a large
+//! backlog never holds up the merge that shares the scheduler's tick, and a
+//! backlog of one kind never keeps another waiting.
 
 mod history;
 
@@ -31,7 +32,7 @@ pub struct RetentionSettings {
     pub price_history: Option<TimeDelta>,
     /// Rows one delete statement removes at most.
     pub batch: u64,
-    /// Delete statements one pass runs at most.
+    /// Delete statements one pass runs at most for each kind of row.
     pub batches_per_pass: u64,
 }
 
@@ -91,13 +92,17 @@ impl Retention {
         db: &DatabaseConnection,
         now: DateTime<Utc>,
     ) -> Result<Purged, DbErr> {
-        let mut batches = Batches::new(&self.settings);
         let mut purged = Purged::default();
+        let (mut submissions, mut deliveries, mut history) = (
+            Batches::new(&self.settings),
+            Batches::new(&self.settings),
+            Batches::new(&self.settings),
+        );
         // A period reaching before the earliest time there is keeps everything.
         if let Some(before) = now.checked_sub_signed(self.settings.after) {
             purged.submissions = oldest_first(
                 db,
-                &mut batches,
+                &mut submissions,
                 submission::Entity,
                 submission::Column::Id,
                 submission::Column::CreatedAt,
@@ -107,7 +112,7 @@ impl Retention {
             // An unfinished delivery has no finished_at, which compares as unknown.
             purged.deliveries = oldest_first(
                 db,
-                &mut batches,
+                &mut deliveries,
                 webhook_delivery::Entity,
                 webhook_delivery::Column::Id,
                 webhook_delivery::Column::FinishedAt,
@@ -120,15 +125,17 @@ impl Retention {
             .price_history
             .and_then(|kept| now.checked_sub_signed(kept));
         if let Some(before) = history_before {
-            purged.observations = self.history.purge(db, before, &mut batches).await?;
+            purged.observations = self.history.purge(db, before, &mut history).await?;
         }
-        purged.batches = batches.run;
-        purged.unfinished = batches.ran_out;
+        for batches in [submissions, deliveries, history] {
+            purged.batches += batches.run;
+            purged.unfinished |= batches.ran_out;
+        }
         Ok(purged)
     }
 }
 
-/// The delete statements a pass may still run.
+/// The delete statements a pass may still run for one kind of row.
 #[derive(Debug)]
 struct Batches {
     /// Rows one statement removes (or, for the history, looks at) at most.

@@ -81,7 +81,11 @@ async fn a_pass_stops_at_its_batches_and_the_next_pass_goes_on() {
     let jobs = app.jobs();
 
     let first = purge_now(&app, &jobs).await;
-    assert_eq!((first.submissions, first.batches), (20, 2));
+    assert_eq!(
+        (first.submissions, first.batches),
+        (20, 3),
+        "two batches for submissions, one for deliveries (none due)"
+    );
     assert!(first.unfinished, "more was due than two batches hold");
     assert_eq!(submissions_left(&app).await, 5);
     let tick = jobs.tick().await.unwrap();
@@ -295,4 +299,27 @@ async fn price_history_is_kept_whole_by_default() {
     let purged = purge_now(&app, &app.jobs()).await;
     assert_eq!((purged.observations, purged.submissions), (0, 9));
     assert_eq!(history(&app, &key, "a").await.len(), 7);
+}
+
+#[tokio::test]
+async fn a_backlog_of_submissions_leaves_deliveries_and_history_their_own_batches() {
+    let app = app_with(2, 2, 30).await;
+    let key = app.key("acme").await;
+    for _ in 0..3 {
+        delivery(&app, &key, Some(app.clock.now())).await;
+    }
+    upload_history(&app, &key).await;
+    let jobs = app.jobs();
+    jobs.tick().await.unwrap();
+    app.clock.advance(TimeDelta::days(91));
+
+    let purged = purge_now(&app, &jobs).await;
+    assert_eq!(
+        (purged.submissions, purged.deliveries, purged.batches),
+        (4, 3, 6),
+        "two batches of two each for submissions, deliveries and history: {purged:?}"
+    );
+    assert!(purged.observations > 0, "{purged:?}");
+    assert!(purged.unfinished, "five submissions wait for the next pass");
+    assert_eq!(submissions_left(&app).await, 5);
 }
