@@ -66,10 +66,17 @@ pub struct ServeConfig {
 
     /// Milliseconds of database time per account per minute (GraphQL: the
     /// time its statements hold a connection; REST: the time its handler
-    /// takes), kept by each replica. An account past it is refused (429
-    /// `rate_limited`) until the minute ends. 0 turns it off.
+    /// takes), kept by each replica and refilled evenly through the minute.
+    /// An account that has used more than the burst beyond what refilled is
+    /// refused (429 `rate_limited`) until enough has. 0 turns it off.
     #[arg(long, env = "VITRINA_DB_TIME_PER_MINUTE_MS", default_value_t = DEFAULT_DB_TIME_PER_MINUTE_MS)]
     pub db_time_per_minute_ms: u64,
+
+    /// Milliseconds of database time an account may use at once, beyond
+    /// what its per-minute budget has refilled, before it is refused.
+    #[arg(long, env = "VITRINA_DB_TIME_BURST_MS", default_value_t = DEFAULT_DB_TIME_BURST_MS,
+        value_parser = clap::value_parser!(u64).range(1..))]
+    pub db_time_burst_ms: u64,
 
     /// Daily data quota in rows per account and UTC day (an account may set its own).
     #[arg(long, env = "VITRINA_DAILY_QUOTA", default_value_t = 10_000)]
@@ -728,12 +735,17 @@ pub struct Limits {
     pub daily_quota: i64,
     /// Milliseconds of database time per account per minute; 0: no limit.
     pub db_time_per_minute_ms: u64,
+    /// Milliseconds of database time an account may use at once.
+    pub db_time_burst_ms: u64,
 }
 
-/// A sixth of one connection's time over a minute: four accounts looping
-/// the heaviest requests spend at most 40 s of database time a minute
-/// (within the minute they may spend it at once).
+/// A sixth of one connection's time, refilled evenly: four accounts looping
+/// the heaviest requests take at most two thirds of one core between them.
 pub const DEFAULT_DB_TIME_PER_MINUTE_MS: u64 = 10_000;
+
+/// A few of the heaviest requests still accepted (0.1-0.3 s each at a
+/// million products), or six seconds of the default budget's refill.
+pub const DEFAULT_DB_TIME_BURST_MS: u64 = 1_000;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -741,6 +753,7 @@ impl Default for Limits {
             rate_per_minute: 600,
             daily_quota: 10_000,
             db_time_per_minute_ms: DEFAULT_DB_TIME_PER_MINUTE_MS,
+            db_time_burst_ms: DEFAULT_DB_TIME_BURST_MS,
         }
     }
 }
@@ -765,6 +778,7 @@ impl ServeConfig {
                 rate_per_minute: self.rate_limit_per_minute,
                 daily_quota: self.daily_quota,
                 db_time_per_minute_ms: self.db_time_per_minute_ms,
+                db_time_burst_ms: self.db_time_burst_ms,
             },
             graphql: self.graphql.clone(),
             jobs: self.jobs.clone(),

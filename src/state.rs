@@ -59,7 +59,10 @@ impl AppState {
                 settings.limits.rate_per_minute,
                 &settings.redis,
             )),
-            db_time: Arc::new(DbTimeBudget::new(settings.limits.db_time_per_minute_ms)),
+            db_time: Arc::new(DbTimeBudget::new(
+                settings.limits.db_time_per_minute_ms,
+                settings.limits.db_time_burst_ms,
+            )),
             events: {
                 let events = SessionEvents::default();
                 events.listen(&db);

@@ -344,7 +344,9 @@ fn error_body(message: &str, code: &str) -> String {
 /// A refusal before execution (auth, rate limit), with REST's status and headers.
 pub fn api_error(headers: &HeaderMap, error: &ApiError) -> Response {
     let mut response = error.clone().into_response();
-    *response.body_mut() = error_body(&error.message(), &error.code().to_uppercase()).into();
+    // The same error as a refusal during execution: code and `retryAfter`.
+    let body = serde_json::json!({ "errors": [server_error(error)] }).to_string();
+    *response.body_mut() = body.into();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static(media_type(headers)),

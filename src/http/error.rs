@@ -74,7 +74,7 @@ pub enum ApiError {
     QuotaExceeded {
         retry_after: i64,
     },
-    /// The account used its database time for this minute (`limits::db_time`).
+    /// The account used more database time than its budget lets it (`limits::db_time`).
     DbTimeExceeded {
         limit_ms: u64,
         retry_after: i64,
@@ -192,8 +192,9 @@ impl ApiError {
                 limit_ms,
                 retry_after,
             } => format!(
-                "This account's requests used their {limit_ms} ms of database time for this \
-                 minute (VITRINA_DB_TIME_PER_MINUTE_MS); retry in {retry_after} seconds."
+                "This account's requests used more database time than its {limit_ms} ms a \
+                 minute allow (VITRINA_DB_TIME_PER_MINUTE_MS, at most VITRINA_DB_TIME_BURST_MS \
+                 at once); retry in {retry_after} seconds."
             ),
             ApiError::TooManyConnections { open, max } => format!(
                 "This client address has {open} connections open, the most one address may have \

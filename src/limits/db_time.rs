@@ -1,11 +1,16 @@
-//! The per-minute database-time budget of each account (GitHub's
-//! "secondary" limit, by time rather than by requests): the per-minute rate
-//! limit counts requests alike, but a count over a large filter or a deep
-//! page costs the database a thousand times a dashboard's lookup, so a few
-//! accounts looping the heaviest requests still accepted could keep every
-//! database core busy. What each account's requests took is charged after
-//! they ran; once an account has used its budget in a minute (of the
-//! injected clock), its next requests are refused until the minute ends.
+//! The database-time budget of each account (GitHub's "secondary" limit, by
+//! time rather than by requests): the per-minute rate limit counts requests
+//! alike, but a count over a large filter or a deep page costs the database
+//! a thousand times a dashboard's lookup, so a few accounts looping the
+//! heaviest requests still accepted could keep every database core busy.
+//!
+//! What each account's requests took is charged after they ran, to a
+//! balance that drains at the budget's rate (`per_minute` over each minute,
+//! evenly: a leaky bucket). An account is admitted while its balance is
+//! below the burst; past it, its next requests are refused until enough has
+//! drained. So a heavy account gets its share spread through the minute,
+//! never the whole minute's budget at once, and other accounts' requests
+//! never queue behind a burst of it. Time is the injected clock's.
 //!
 //! What is charged: for GraphQL, the time each statement holds its
 //! connection (`graphql::pool_share`), so aliases, loaders and subscription
@@ -16,80 +21,121 @@
 //! several replicas an account may use the budget once per replica.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-/// A refusal: the budget, and the seconds until the minute ends.
+/// A refusal: the budget, and the seconds until the account is admitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OverBudget {
     pub limit_ms: u64,
     pub retry_after: i64,
 }
 
-/// The database time each account used in its current minute.
+const MICROS_PER_MINUTE: u128 = 60_000_000;
+
+/// Accounts' balances of database time used and not yet drained.
 #[derive(Debug)]
 pub struct DbTimeBudget {
-    /// Microseconds per account per minute; 0: no budget.
-    limit_us: u64,
-    /// account -> (minute since the epoch, microseconds used in it)
-    used: Mutex<HashMap<Uuid, (i64, u64)>>,
+    /// Microseconds drained per minute; 0: no budget.
+    per_minute_us: u64,
+    /// Balance in microseconds from which an account is refused.
+    burst_us: u64,
+    balances: Mutex<Balances>,
+}
+
+#[derive(Debug, Default)]
+struct Balances {
+    by_account: HashMap<Uuid, Balance>,
+    /// When drained balances were last dropped (microseconds since the epoch).
+    pruned_at: i64,
+}
+
+/// Microseconds used, as of a time.
+#[derive(Debug, Clone, Copy)]
+struct Balance {
+    at_us: i64,
+    used_us: u64,
 }
 
 impl DbTimeBudget {
-    /// A budget of `limit_ms` milliseconds per account per minute; 0 turns it off.
-    pub fn new(limit_ms: u64) -> Self {
+    /// A budget draining `per_minute_ms` milliseconds a minute, refusing an
+    /// account from a balance of `burst_ms`; a `per_minute_ms` of 0 turns it
+    /// off.
+    pub fn new(per_minute_ms: u64, burst_ms: u64) -> Self {
         DbTimeBudget {
-            limit_us: limit_ms.saturating_mul(1000),
-            used: Mutex::default(),
+            per_minute_us: per_minute_ms.saturating_mul(1000),
+            burst_us: burst_ms.saturating_mul(1000).max(1),
+            balances: Mutex::default(),
         }
     }
 
-    /// Refuses a request of `account` at `now` when the account has used
-    /// its whole budget in the current minute.
+    /// Refuses a request of `account` at `now` while its balance is at or
+    /// over the burst.
     pub fn admit(&self, account: Uuid, now: DateTime<Utc>) -> Result<(), OverBudget> {
-        if self.limit_us == 0 {
+        if self.per_minute_us == 0 {
             return Ok(());
         }
-        let at = now.timestamp();
-        let minute = at.div_euclid(60);
-        let used = match self.lock().get(&account) {
-            Some(&(of, used)) if of == minute => used,
-            _ => 0,
+        let now_us = now.timestamp_micros();
+        let used = match self.lock().by_account.get(&account) {
+            Some(balance) => self.drained(*balance, now_us),
+            None => 0,
         };
-        if used < self.limit_us {
+        if used < self.burst_us {
             return Ok(());
         }
+        // Until the balance drains just below the burst.
+        let over = u128::from(used - self.burst_us + 1);
+        let wait_us = over * MICROS_PER_MINUTE / u128::from(self.per_minute_us);
         Err(OverBudget {
-            limit_ms: self.limit_us / 1000,
-            retry_after: ((minute + 1) * 60 - at).max(1),
+            limit_ms: self.per_minute_us / 1000,
+            retry_after: i64::try_from(wait_us.div_ceil(1_000_000))
+                .unwrap_or(i64::MAX)
+                .max(1),
         })
     }
 
-    /// Charges `took` to `account`'s minute at `now`, whether or not it fits:
-    /// the time is spent already.
+    /// Charges `took` to `account` at `now`, whether or not it fits: the
+    /// time is spent already.
     pub fn charge(&self, account: Uuid, now: DateTime<Utc>, took: Duration) {
-        if self.limit_us == 0 {
+        if self.per_minute_us == 0 {
             return;
         }
-        let minute = now.timestamp().div_euclid(60);
+        let now_us = now.timestamp_micros();
         let took = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
-        let mut used = self.lock();
-        // Accounts whose minute has passed hold nothing worth keeping.
-        if used.len() > 1024 {
-            used.retain(|_, (of, _)| *of == minute);
+        let mut balances = self.lock();
+        // Once a second at most, forget the accounts that have drained.
+        if now_us.saturating_sub(balances.pruned_at) >= 1_000_000 {
+            balances.pruned_at = now_us;
+            balances
+                .by_account
+                .retain(|_, balance| self.drained(*balance, now_us) > 0);
         }
-        let entry = used.entry(account).or_insert((minute, 0));
-        if entry.0 != minute {
-            *entry = (minute, 0);
-        }
-        entry.1 = entry.1.saturating_add(took);
+        let used = match balances.by_account.get(&account) {
+            Some(balance) => self.drained(*balance, now_us),
+            None => 0,
+        };
+        balances.by_account.insert(
+            account,
+            Balance {
+                at_us: now_us,
+                used_us: used.saturating_add(took),
+            },
+        );
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, (i64, u64)>> {
-        self.used.lock().unwrap_or_else(|p| p.into_inner())
+    /// `balance` as of `now_us`, less what drained since.
+    fn drained(&self, balance: Balance, now_us: i64) -> u64 {
+        let elapsed = u128::try_from(now_us.saturating_sub(balance.at_us)).unwrap_or(0);
+        let drained = elapsed * u128::from(self.per_minute_us) / MICROS_PER_MINUTE;
+        let drained = u64::try_from(drained).unwrap_or(u64::MAX);
+        balance.used_us.saturating_sub(drained)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Balances> {
+        self.balances.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -98,31 +144,53 @@ mod tests {
     use super::*;
     use chrono::TimeZone;
 
-    fn at(secs: i64) -> DateTime<Utc> {
-        Utc.timestamp_opt(secs, 0).single().unwrap()
+    fn at(millis: i64) -> DateTime<Utc> {
+        Utc.timestamp_millis_opt(millis).single().unwrap()
     }
 
     #[test]
-    fn an_account_is_refused_once_its_minute_is_spent_until_the_minute_ends() {
-        let budget = DbTimeBudget::new(100);
+    fn an_account_over_its_burst_waits_until_its_balance_drains_below_it() {
+        // 6,000 ms a minute drain 100 ms a second.
+        let budget = DbTimeBudget::new(6_000, 500);
         let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
-        budget.charge(a, at(600), Duration::from_millis(99));
-        assert_eq!(budget.admit(a, at(610)), Ok(()), "1 ms left");
-        budget.charge(a, at(610), Duration::from_millis(5));
+        budget.charge(a, at(600_000), Duration::from_millis(499));
+        assert_eq!(budget.admit(a, at(600_000)), Ok(()), "1 ms below the burst");
+        budget.charge(a, at(600_000), Duration::from_millis(801));
+        // 1,300 ms used: 801 ms over the burst drain in 8.01 s.
         assert_eq!(
-            budget.admit(a, at(615)),
+            budget.admit(a, at(600_000)),
             Err(OverBudget {
-                limit_ms: 100,
-                retry_after: 45
+                limit_ms: 6_000,
+                retry_after: 9
             })
         );
-        assert_eq!(budget.admit(b, at(615)), Ok(()), "another account");
-        assert_eq!(budget.admit(a, at(660)), Ok(()), "the next minute");
+        assert_eq!(budget.admit(b, at(600_000)), Ok(()), "another account");
+        assert!(budget.admit(a, at(608_000)).is_err(), "800 ms drained");
+        assert_eq!(budget.admit(a, at(608_020)), Ok(()), "802 ms drained");
+    }
+
+    #[test]
+    fn a_steady_loop_gets_the_budget_spread_through_the_minute() {
+        // A loop of 250 ms requests, sent whenever admitted, every 10 ms.
+        let budget = DbTimeBudget::new(10_000, 1_000);
+        let a = Uuid::new_v4();
+        let mut ran = Vec::new();
+        for tick in 0..6_000 {
+            let now = at(tick * 10);
+            if budget.admit(a, now).is_ok() {
+                budget.charge(a, now, Duration::from_millis(250));
+                ran.push(tick * 10);
+            }
+        }
+        // The burst, then the 10 s a minute drains: 4 + 40 requests.
+        assert_eq!(ran.len(), 44, "{ran:?}");
+        let last_half = ran.iter().filter(|&&ms| ms >= 30_000).count();
+        assert_eq!(last_half, 20, "spread evenly: {ran:?}");
     }
 
     #[test]
     fn a_budget_of_zero_refuses_nothing() {
-        let budget = DbTimeBudget::new(0);
+        let budget = DbTimeBudget::new(0, 1_000);
         let a = Uuid::new_v4();
         budget.charge(a, at(0), Duration::from_secs(3600));
         assert_eq!(budget.admit(a, at(1)), Ok(()));

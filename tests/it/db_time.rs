@@ -1,7 +1,7 @@
-//! The per-minute database-time budget of an account (`limits::db_time`):
-//! charged by what its REST handlers and GraphQL statements took, refused
-//! with a 429 naming the limit and its setting once spent, for that account
-//! only, until the minute of the clock ends.
+//! The database-time budget of an account (`limits::db_time`): charged by
+//! what its REST handlers and GraphQL statements took, refused with a 429
+//! naming the limit and its setting once the account is past its burst, for
+//! that account only, until enough has drained on the clock.
 
 use chrono::TimeDelta;
 use serde_json::{Value, json};
@@ -10,10 +10,12 @@ use vitrina::limits::Limits;
 use crate::helpers::graphql::{only_error_code, post, post_response};
 use crate::helpers::{TestApp, assert_plain_sentence};
 
-/// A budget of one millisecond a minute: spent by the first few requests.
+/// A budget of one millisecond a minute and a burst of one: spent by the
+/// first few requests, then drained over minutes of the test clock.
 async fn app_with_one_millisecond() -> TestApp {
     TestApp::spawn_with(Limits {
         db_time_per_minute_ms: 1,
+        db_time_burst_ms: 1,
         ..Limits::default()
     })
     .await
@@ -50,37 +52,46 @@ async fn rest_requests_spend_the_budget_and_the_refusal_names_it() {
     assert_eq!(body["error"]["code"], "rate_limited");
     let message = body["error"]["message"].as_str().unwrap_or_default();
     assert_plain_sentence(message);
+    let refused = app.get_as(&key, "/v1/brands").await;
+    assert_eq!(refused.status(), 429);
+    let wait: i64 = refused.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(wait >= 1, "{wait}");
     for named in [
-        "1 ms",
+        "1 ms a minute",
         "VITRINA_DB_TIME_PER_MINUTE_MS",
-        "retry in 60 seconds",
+        "VITRINA_DB_TIME_BURST_MS",
+        &format!("retry in {wait} seconds"),
     ] {
         assert!(message.contains(named), "{named:?} in {message:?}");
     }
-    let refused = app.get_as(&key, "/v1/brands").await;
-    assert_eq!(refused.status(), 429);
-    assert_eq!(refused.headers()["retry-after"], "60");
 
     // GraphQL is refused for the same account, with the same code.
     let refused = post_response(&app, &key, "{ brands { brand } }").await;
     assert_eq!(refused.status(), 429);
-    assert_eq!(refused.headers()["retry-after"], "60");
+    assert_eq!(refused.headers()["retry-after"], wait.to_string().as_str());
     let body: Value = refused.json().await.expect("GraphQL body");
     assert_eq!(only_error_code(&body), "RATE_LIMITED");
+    assert_eq!(body["errors"][0]["extensions"]["retryAfter"], wait);
 
     assert_eq!(
         app.get_as(&other, "/v1/products").await.status(),
         200,
         "another account keeps its own budget"
     );
-    app.clock.advance(TimeDelta::seconds(45));
+    // The balance drains with the clock: refused until the time said.
+    app.clock.advance(TimeDelta::seconds(wait - 1));
     let later = app.get_as(&key, "/v1/brands").await;
-    assert_eq!(later.headers()["retry-after"], "15");
-    app.clock.advance(TimeDelta::seconds(15));
+    assert_eq!(later.status(), 429);
+    assert_eq!(later.headers()["retry-after"], "1");
+    app.clock.advance(TimeDelta::seconds(1));
     assert_eq!(
         app.get_as(&key, "/v1/brands").await.status(),
         200,
-        "a new minute"
+        "drained below the burst"
     );
 }
 

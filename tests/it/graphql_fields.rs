@@ -40,6 +40,7 @@ async fn every_field_asked_alone_answers_as_among_all_fields_of_its_type() {
         rate_per_minute: u32::MAX,
         daily_quota: i64::MAX,
         db_time_per_minute_ms: 0,
+        db_time_burst_ms: 1,
     })
     .await;
     let options = SeedOptions {

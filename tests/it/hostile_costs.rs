@@ -226,8 +226,8 @@ fn median(mut times: Vec<Duration>) -> Duration {
 
 /// A demo catalog served without the database-time budget: the tests that
 /// loop the worst document measure the pool shares alone, and the budget
-/// (tests/it/db_time.rs) would refuse such a loop once it spent its minute
-/// of the test clock, which never moves here.
+/// (tests/it/db_time.rs) would refuse such a loop once it spent its burst,
+/// which never drains on the test clock: it does not move here.
 async fn loop_app(products: u64) -> (TestApp, String) {
     let limits = Limits {
         db_time_per_minute_ms: 0,

@@ -48,6 +48,7 @@ async fn world() -> World {
         rate_per_minute: 1_000_000,
         daily_quota: 1_000_000_000,
         db_time_per_minute_ms: 0,
+        db_time_burst_ms: 1,
     })
     .await;
     let options = SeedOptions {

@@ -261,6 +261,7 @@ const THREE_A_MINUTE: Limits = Limits {
     rate_per_minute: 3,
     daily_quota: 10_000,
     db_time_per_minute_ms: 0,
+    db_time_burst_ms: 1,
 };
 
 /// `X-RateLimit-Limit`, `-Remaining`, `-Reset` of a response.
