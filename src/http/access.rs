@@ -2,7 +2,7 @@
 //! budget and rate limit; and where a caller stands against its limits.
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use chrono::DateTime;
@@ -153,9 +153,14 @@ pub async fn require_key(
             // is the database's, near enough.
             let started = std::time::Instant::now();
             let mut response = next.run(request).await;
-            state
-                .db_time
-                .charge(account, state.clock.now(), started.elapsed());
+            // A request answered 503 spent its time waiting for a database
+            // that could not serve it (a lock held elsewhere, no connection):
+            // not the account's work, and no reason to refuse its next ones.
+            if response.status() != StatusCode::SERVICE_UNAVAILABLE {
+                state
+                    .db_time
+                    .charge(account, state.clock.now(), started.elapsed());
+            }
             rate_headers(&admission.rate, response.headers_mut());
             response
         }

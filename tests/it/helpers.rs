@@ -162,7 +162,7 @@ pub struct TestApp {
 
 impl TestApp {
     pub async fn spawn() -> TestApp {
-        Self::spawn_with(Limits::default()).await
+        Self::spawn_with(test_limits()).await
     }
 
     pub async fn spawn_with(limits: Limits) -> TestApp {
@@ -176,7 +176,7 @@ impl TestApp {
     /// The app over `products` demo products made by the seed generator with
     /// `seed`, and a key of the demo account.
     pub async fn demo(products: u64, seed: u64) -> (TestApp, String) {
-        Self::demo_with(Limits::default(), products, seed).await
+        Self::demo_with(test_limits(), products, seed).await
     }
 
     /// As [`TestApp::demo`], with these per-account limits.
@@ -431,6 +431,18 @@ pub fn loopback_webhooks() -> Settings {
             ..Default::default()
         },
         ..Settings::default()
+    }
+}
+
+/// The default limits, but with a burst of database time as large as a
+/// minute's budget: the test clock moves only when a test moves it, so an
+/// account's balance never drains, and a test's many requests on one key
+/// would otherwise meet the default burst sooner or later by how busy the
+/// machine is. `db_time.rs` tests the burst itself.
+pub fn test_limits() -> Limits {
+    Limits {
+        db_time_burst_ms: vitrina::config::DEFAULT_DB_TIME_PER_MINUTE_MS,
+        ..Limits::default()
     }
 }
 
