@@ -15,8 +15,11 @@
 //!   product's text, not an index entry, and may read the whole catalog
 //!   before it finds a page's rows or the bound's: [`SUBSTRING_WEIGHT`]
 //!   points per [`ROWS_PER_POINT`] products of the catalog (at least
-//!   [`SCAN_FLOOR`] of them), once per list that has one (its page and its
-//!   count);
+//!   [`SCAN_FLOOR`] of them, at most [`SCAN_CEILING`]), once per list that
+//!   has one (its page and its count). Past the ceiling the per-account
+//!   database-time budget (`limits::db_time`) charges what a scan really
+//!   took, so a substring search stays accepted in a catalog of any size
+//!   and no account can loop it for more than its share;
 //! - a count of one parent's rows through the index on the parent (a
 //!   seller's products, a product's price history, an account's sessions, a
 //!   session's submissions): 1 point, plus one per [`ROWS_PER_POINT`] rows a
@@ -48,6 +51,10 @@ pub const KEPT_COUNT: usize = 1;
 /// The fewest thousands of products a substring filter is priced for,
 /// whatever the catalog holds, so that many of them never come cheap.
 pub const SCAN_FLOOR: usize = 100;
+/// The most thousands of products a substring filter is priced for: with
+/// the default complexity limit (10,000) a search of a million products
+/// and its count still fit in one request.
+pub const SCAN_CEILING: usize = 500;
 /// How much more a substring filter costs than an index walk of the same
 /// rows: SQLite counts 20,000 products through an index in 0.2 ms and
 /// reads their names for a substring in 12-16 ms.
@@ -85,7 +92,7 @@ impl Prices {
         Prices {
             bounded_count: 1 + points(count_bound),
             substring: points(rows.products)
-                .max(SCAN_FLOOR)
+                .clamp(SCAN_FLOOR, SCAN_CEILING)
                 .saturating_mul(SUBSTRING_WEIGHT),
             seller_products: per_parent(rows.products, rows.sellers),
             product_history: per_parent(rows.price_observations, rows.products),
@@ -300,7 +307,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_bounded_count_costs_its_bound_whatever_the_catalog_and_a_substring_grows_with_it() {
+    fn a_bounded_count_costs_its_bound_whatever_the_catalog_and_a_substring_grows_to_a_ceiling() {
         let small = Prices::of(
             &TableRows {
                 products: 20_000,
@@ -318,7 +325,15 @@ mod tests {
             10_000,
         );
         assert_eq!(large.bounded_count, 1 + 10);
-        assert_eq!(large.substring, 10_000);
+        assert_eq!(large.substring, SCAN_CEILING * SUBSTRING_WEIGHT);
+        let mid = Prices::of(
+            &TableRows {
+                products: 300_000,
+                ..TableRows::default()
+            },
+            10_000,
+        );
+        assert_eq!(mid.substring, 300 * SUBSTRING_WEIGHT);
         let tight = Prices::of(&TableRows::default(), 50);
         assert_eq!(tight.bounded_count, 1);
     }
