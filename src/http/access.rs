@@ -1,6 +1,8 @@
 //! Admission of a request: a valid API key, then the per-minute database-time
 //! budget and rate limit; and where a caller stands against its limits.
 
+use std::time::Instant;
+
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
@@ -9,6 +11,7 @@ use chrono::DateTime;
 use sea_orm::ConnectionTrait;
 
 use super::ApiError;
+use super::body_clock::BodyClock;
 use crate::accounts::{self, Caller};
 use crate::limits::{RateDecision, quota};
 use crate::state::AppState;
@@ -150,16 +153,18 @@ pub async fn require_key(
             let account = admission.caller.account_id;
             request.extensions_mut().insert(admission.caller);
             // A REST handler runs its statements one after another: its time
-            // is the database's, near enough.
-            let started = std::time::Instant::now();
+            // is the database's, near enough, once its body has arrived.
+            let (request, body) = BodyClock::wrap(request);
+            let started = Instant::now();
             let mut response = next.run(request).await;
+            let from = body.ended().map_or(started, |ended| ended.max(started));
             // A request answered 503 spent its time waiting for a database
             // that could not serve it (a lock held elsewhere, no connection):
             // not the account's work, and no reason to refuse its next ones.
             if response.status() != StatusCode::SERVICE_UNAVAILABLE {
                 state
                     .db_time
-                    .charge(account, state.clock.now(), started.elapsed());
+                    .charge(account, state.clock.now(), from.elapsed());
             }
             rate_headers(&admission.rate, response.headers_mut());
             response

@@ -4,6 +4,7 @@
 //! response size limit.
 
 pub mod access;
+mod body_clock;
 pub mod conditional;
 pub mod error;
 pub mod sized;

@@ -37,27 +37,28 @@ pub struct OverBudget {
 const MICROS_PER_MINUTE: u128 = 60_000_000;
 
 /// Accounts' balances of database time used and not yet drained.
+///
+/// A balance is kept as the instant it will have drained to nothing (as in
+/// GCRA): charging `took` moves that instant on by the wall time `took`
+/// takes to drain, and an account is admitted while the instant is less
+/// than the burst's drain time away. Whole microseconds of wall time, so
+/// `Retry-After` is exact, however small the budget.
 #[derive(Debug)]
 pub struct DbTimeBudget {
     /// Microseconds drained per minute; 0: no budget.
     per_minute_us: u64,
-    /// Balance in microseconds from which an account is refused.
-    burst_us: u64,
+    /// Microseconds of wall time the burst takes to drain.
+    burst_drain_us: i64,
     balances: Mutex<Balances>,
 }
 
 #[derive(Debug, Default)]
 struct Balances {
-    by_account: HashMap<Uuid, Balance>,
-    /// When drained balances were last dropped (microseconds since the epoch).
+    /// When each account's balance will have drained (microseconds since
+    /// the epoch).
+    drained_at: HashMap<Uuid, i64>,
+    /// When drained balances were last dropped.
     pruned_at: i64,
-}
-
-/// Microseconds used, as of a time.
-#[derive(Debug, Clone, Copy)]
-struct Balance {
-    at_us: i64,
-    used_us: u64,
 }
 
 impl DbTimeBudget {
@@ -65,9 +66,11 @@ impl DbTimeBudget {
     /// account from a balance of `burst_ms`; a `per_minute_ms` of 0 turns it
     /// off.
     pub fn new(per_minute_ms: u64, burst_ms: u64) -> Self {
+        let per_minute_us = per_minute_ms.saturating_mul(1000);
+        let burst_us = burst_ms.saturating_mul(1000).max(1);
         DbTimeBudget {
-            per_minute_us: per_minute_ms.saturating_mul(1000),
-            burst_us: burst_ms.saturating_mul(1000).max(1),
+            per_minute_us,
+            burst_drain_us: drain_time(burst_us, per_minute_us).max(1),
             balances: Mutex::default(),
         }
     }
@@ -79,19 +82,18 @@ impl DbTimeBudget {
             return Ok(());
         }
         let now_us = now.timestamp_micros();
-        let used = match self.lock().by_account.get(&account) {
-            Some(balance) => self.drained(*balance, now_us),
-            None => 0,
+        let Some(&drained_at) = self.lock().drained_at.get(&account) else {
+            return Ok(());
         };
-        if used < self.burst_us {
+        let ahead = drained_at.saturating_sub(now_us);
+        if ahead < self.burst_drain_us {
             return Ok(());
         }
-        // Until the balance drains just below the burst.
-        let over = u128::from(used - self.burst_us + 1);
-        let wait_us = over * MICROS_PER_MINUTE / u128::from(self.per_minute_us);
+        // Admitted once less than the burst is ahead.
+        let wait_us = ahead - self.burst_drain_us + 1;
         Err(OverBudget {
             limit_ms: self.per_minute_us / 1000,
-            retry_after: i64::try_from(wait_us.div_ceil(1_000_000))
+            retry_after: i64::try_from(wait_us.unsigned_abs().div_ceil(1_000_000))
                 .unwrap_or(i64::MAX)
                 .max(1),
         })
@@ -104,39 +106,28 @@ impl DbTimeBudget {
             return;
         }
         let now_us = now.timestamp_micros();
-        let took = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        let took_us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        let drain = drain_time(took_us, self.per_minute_us);
         let mut balances = self.lock();
         // Once a second at most, forget the accounts that have drained.
         if now_us.saturating_sub(balances.pruned_at) >= 1_000_000 {
             balances.pruned_at = now_us;
-            balances
-                .by_account
-                .retain(|_, balance| self.drained(*balance, now_us) > 0);
+            balances.drained_at.retain(|_, at| *at > now_us);
         }
-        let used = match balances.by_account.get(&account) {
-            Some(balance) => self.drained(*balance, now_us),
-            None => 0,
-        };
-        balances.by_account.insert(
-            account,
-            Balance {
-                at_us: now_us,
-                used_us: used.saturating_add(took),
-            },
-        );
-    }
-
-    /// `balance` as of `now_us`, less what drained since.
-    fn drained(&self, balance: Balance, now_us: i64) -> u64 {
-        let elapsed = u128::try_from(now_us.saturating_sub(balance.at_us)).unwrap_or(0);
-        let drained = elapsed * u128::from(self.per_minute_us) / MICROS_PER_MINUTE;
-        let drained = u64::try_from(drained).unwrap_or(u64::MAX);
-        balance.used_us.saturating_sub(drained)
+        let at = balances.drained_at.entry(account).or_insert(now_us);
+        *at = (*at).max(now_us).saturating_add(drain);
     }
 
     fn lock(&self) -> MutexGuard<'_, Balances> {
         self.balances.lock().unwrap_or_else(|p| p.into_inner())
     }
+}
+
+/// The microseconds of wall time `used_us` of database time takes to drain
+/// at `per_minute_us` a minute.
+fn drain_time(used_us: u64, per_minute_us: u64) -> i64 {
+    let wall = u128::from(used_us) * MICROS_PER_MINUTE / u128::from(per_minute_us.max(1));
+    i64::try_from(wall).unwrap_or(i64::MAX)
 }
 
 #[cfg(test)]

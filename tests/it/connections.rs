@@ -123,7 +123,7 @@ pub async fn closed(mut stream: TcpStream, within: Duration) -> usize {
 }
 
 /// The request head of an upload of `length` bytes.
-fn upload_head(key: &str, length: usize) -> Vec<u8> {
+pub fn upload_head(key: &str, length: usize) -> Vec<u8> {
     format!(
         "POST /extension/v1/scrapes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\n\
          Content-Type: application/json\r\nContent-Length: {length}\r\n\r\n"

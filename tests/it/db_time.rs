@@ -1,13 +1,21 @@
 //! The database-time budget of an account (`limits::db_time`): charged by
-//! what its REST handlers and GraphQL statements took, refused with a 429
+//! what its REST handlers (from the end of their body) and GraphQL
+//! statements took, refused with a 429
 //! naming the limit and its setting once the account is past its burst, for
 //! that account only, until enough has drained on the clock.
 
+use std::time::Duration;
+
 use chrono::TimeDelta;
 use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+use tokio::time::sleep;
 use vitrina::limits::Limits;
 
+use crate::connections::{read_answer, upload_head};
 use crate::helpers::graphql::{only_error_code, post, post_response};
+use crate::helpers::uploads::{item, upload};
 use crate::helpers::{TestApp, assert_plain_sentence};
 
 /// A budget of one millisecond a minute and a burst of one: spent by the
@@ -112,5 +120,34 @@ async fn graphql_statements_spend_the_budget_of_their_account() {
         app.get_as(&key, "/v1/brands").await.status(),
         429,
         "REST shares the account's budget"
+    );
+}
+
+#[tokio::test]
+async fn the_time_a_body_takes_to_arrive_is_not_charged() {
+    // A body sent over 0.6 s would spend a burst of 0.3 s twice over.
+    let app = TestApp::spawn_with(Limits {
+        db_time_per_minute_ms: 1,
+        db_time_burst_ms: 300,
+        ..Limits::default()
+    })
+    .await;
+    let key = app.key("acme").await;
+    let body = upload(vec![item("1")]).to_string().into_bytes();
+    let (first, rest) = body.split_at(body.len() / 2);
+    let mut stream = TcpStream::connect(app.addr).await.unwrap();
+    stream
+        .write_all(&upload_head(&key, body.len()))
+        .await
+        .unwrap();
+    stream.write_all(first).await.unwrap();
+    sleep(Duration::from_millis(600)).await;
+    stream.write_all(rest).await.unwrap();
+    let answer = read_answer(&mut stream).await;
+    assert_eq!(answer.status, 202, "{}", answer.body);
+    assert_eq!(
+        app.get_as(&key, "/v1/brands").await.status(),
+        200,
+        "the wait for the body was not charged"
     );
 }
