@@ -25,7 +25,7 @@ import statistics
 import time
 from dataclasses import dataclass
 
-from . import cases, fairness, load, machine, report, scale_set, vitrina
+from . import cases, fairness, load, machine, report, scale_set, vitrina, write_side
 from .proc import Failed, log
 from .testbed import BENCH, REPO, Testbed, remove_sqlite, sqlite_files
 
@@ -66,6 +66,7 @@ class Scale(Testbed):
                 largest = catalogs[-1]
                 largest.figures["fairness"] = fairness.measure(self, backend, largest,
                                                                largest.url)
+                largest.figures["write"] = write_side.measure(self, backend, largest)
             finally:
                 for drop in drops:
                     drop()
