@@ -308,32 +308,21 @@ mod tests {
 
     #[test]
     fn a_bounded_count_costs_its_bound_whatever_the_catalog_and_a_substring_grows_to_a_ceiling() {
-        let small = Prices::of(
-            &TableRows {
-                products: 20_000,
+        let of_catalog = |products| {
+            let rows = TableRows {
+                products,
                 ..TableRows::default()
-            },
-            10_000,
-        );
+            };
+            Prices::of(&rows, 10_000)
+        };
+        let small = of_catalog(20_000);
         assert_eq!(small.bounded_count, 1 + 10);
         assert_eq!(small.substring, SCAN_FLOOR * SUBSTRING_WEIGHT);
-        let large = Prices::of(
-            &TableRows {
-                products: 1_000_000,
-                ..TableRows::default()
-            },
-            10_000,
-        );
+        assert_eq!(of_catalog(300_000).substring, 300 * SUBSTRING_WEIGHT);
+        let large = of_catalog(1_000_000);
         assert_eq!(large.bounded_count, 1 + 10);
         assert_eq!(large.substring, SCAN_CEILING * SUBSTRING_WEIGHT);
-        let mid = Prices::of(
-            &TableRows {
-                products: 300_000,
-                ..TableRows::default()
-            },
-            10_000,
-        );
-        assert_eq!(mid.substring, 300 * SUBSTRING_WEIGHT);
+        assert_eq!(of_catalog(10_000_000).substring, large.substring);
         let tight = Prices::of(&TableRows::default(), 50);
         assert_eq!(tight.bounded_count, 1);
     }
