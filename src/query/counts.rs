@@ -9,7 +9,7 @@
 //!   it, and the answer then says only that more than the bound match.
 
 use sea_orm::sea_query::{Alias, Asterisk, Expr, ExprTrait, Query, SelectStatement};
-use sea_orm::{ConnectionTrait, DbErr, QueryResult, QuerySelect, QueryTrait};
+use sea_orm::{ConnectionTrait, DbErr, QueryResult};
 
 use super::QueryError;
 use super::products::ProductFilter;
@@ -52,12 +52,8 @@ impl Counting {
         // One past the bound tells "exactly the bound" from "more"; a
         // limit is a signed 64-bit integer in SQL.
         let limit = Ord::min(bound.saturating_add(1), i64::MAX as u64);
-        let matched = filter
-            .matching()
-            .select_only()
-            .expr(Expr::val(1))
-            .limit(limit)
-            .into_query();
+        let mut matched = filter.matching_ids();
+        matched.limit(limit);
         let statement = Query::select()
             .expr_as(Expr::col(Asterisk).count(), Alias::new(TOTAL))
             .from_subquery(matched, Alias::new("matched"))

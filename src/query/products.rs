@@ -170,6 +170,24 @@ impl ProductFilter {
         (columns, direction)
     }
 
+    /// The ids of the matching products, unordered. A category alone reads
+    /// its own index rows without joining products (each row has its
+    /// product: a foreign key), so each row read is one index entry.
+    pub(super) fn matching_ids(&self) -> SelectStatement {
+        match given(&self.category) {
+            Some(category) if self.condition().is_empty() => product_category::Entity::find()
+                .select_only()
+                .column(product_category::Column::ProductId)
+                .filter(product_category::Column::CategoryKey.eq(text::fold(category)))
+                .into_query(),
+            _ => self
+                .matching()
+                .select_only()
+                .column(product::Column::Id)
+                .into_query(),
+        }
+    }
+
     /// Matching products in their order.
     pub fn select(&self) -> Select<product::Entity> {
         let (columns, direction) = self.order_columns();
@@ -182,23 +200,10 @@ impl ProductFilter {
     /// order of [`ProductFilter::select`]: the rows skipped are read for
     /// their order and id alone, which the index of the filter's order
     /// holds (an index-only scan, unless the filter tests columns that
-    /// index lacks: a substring, or a second filter). A category alone
-    /// walks its own index rows without joining products, so each row
-    /// skipped is one index entry.
+    /// index lacks: a substring, or a second filter; a category alone, see
+    /// [`ProductFilter::matching_ids`]).
     fn page_ids(&self, skip: u64, limit: u64) -> SelectStatement {
-        let condition = self.condition();
-        let mut ids = match given(&self.category) {
-            Some(category) if condition.is_empty() => product_category::Entity::find()
-                .select_only()
-                .column(product_category::Column::ProductId)
-                .filter(product_category::Column::CategoryKey.eq(text::fold(category)))
-                .into_query(),
-            _ => self
-                .matching()
-                .select_only()
-                .column(product::Column::Id)
-                .into_query(),
-        };
+        let mut ids = self.matching_ids();
         let (columns, direction) = self.order_columns();
         for column in columns {
             ids.order_by_expr(column, direction.clone());

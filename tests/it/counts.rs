@@ -228,3 +228,35 @@ async fn exactly_the_bound_is_exact() {
         (5, true)
     );
 }
+
+#[tokio::test]
+async fn a_count_of_a_category_alone_reads_its_index_rows_without_products() {
+    let (app, key) = TestApp::demo(300, 5).await;
+    let page = app.json_as(&key, "/v1/products?page_size=1").await;
+    let category = page["data"][0]["category_path"][0]
+        .as_str()
+        .expect("a category")
+        .to_owned();
+    let from = app.statements();
+    let (total, exact) = count(&app, &key, json!({ "category": category })).await;
+    assert!(total >= 1 && exact, "{total} {exact}");
+    let counts: Vec<String> = app
+        .statements_with_values(from)
+        .into_iter()
+        .filter(|s| s.starts_with("SELECT COUNT(*)") && s.contains("product_categories"))
+        .collect();
+    assert!(!counts.is_empty(), "a bounded count of the category");
+    for statement in counts {
+        assert!(
+            !statement.contains("\"products\""),
+            "no product is read to count them: {statement}"
+        );
+    }
+    let rest = app
+        .json_as(
+            &key,
+            &format!("/v1/products?category={category}&page_size=100"),
+        )
+        .await;
+    assert_eq!(rest["data"].as_array().unwrap().len() as u64, total);
+}
