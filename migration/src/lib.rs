@@ -18,6 +18,7 @@ mod m20261128_000019_product_stored_size;
 mod m20261129_000022_retention_indexes;
 mod m20261130_000023_product_counts;
 mod m20261130_000024_products_trust_newest;
+mod m20261201_000025_products_newest_covering;
 
 pub struct Migrator;
 
@@ -40,6 +41,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261129_000022_retention_indexes::Migration),
             Box::new(m20261130_000023_product_counts::Migration),
             Box::new(m20261130_000024_products_trust_newest::Migration),
+            Box::new(m20261201_000025_products_newest_covering::Migration),
         ]
     }
 }

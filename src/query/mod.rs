@@ -20,7 +20,7 @@ pub mod snapshots;
 pub mod top;
 
 use chrono::{DateTime, Datelike, Utc};
-use sea_orm::sea_query::{Expr, LikeExpr};
+use sea_orm::sea_query::{BinOper, Expr, LikeExpr};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DbBackend, DbErr, PaginatorTrait, PartialModelTrait, QuerySelect,
     Select,
@@ -201,6 +201,30 @@ fn check_texts(texts: &[(&str, &Option<String>)]) -> Result<(), QueryError> {
         }
     }
     Ok(())
+}
+
+/// `column`, a folded text with a trigram index, contains `part` folded.
+///
+/// A part with no run of three letters or digits gives the trigram index
+/// nothing to narrow by: PostgreSQL would read every entry of it and test
+/// each row (1.8 s for `x1` at 1,000,000 products). The column is then
+/// hidden from that index (`|| ''`), and a page walks the list's own order
+/// instead, through an index that carries the text (migration 25), so it
+/// stops once its rows are found: 2 ms for page 1 of `x1`.
+fn contains(column: impl ColumnTrait, part: &str) -> Expr {
+    use sea_orm::ExprTrait;
+    let folded = crate::text::fold(part);
+    let pattern = contains_pattern(&folded);
+    let trigram = folded
+        .split(|c: char| !c.is_alphanumeric())
+        .any(|word| word.chars().nth(2).is_some());
+    if trigram {
+        column.like(pattern)
+    } else {
+        Expr::col(column.as_column_ref())
+            .binary(BinOper::Custom("||"), "")
+            .like(pattern)
+    }
 }
 
 /// A `LIKE` pattern matching `folded` anywhere, with wildcards in it escaped.

@@ -24,9 +24,7 @@ use super::children::{Columns, List};
 use super::counts::{self, Counting, TOTAL, Total};
 use super::keyset::{Key, Slice, Window};
 use super::order::{self, Ordered};
-use super::{
-    MAX_CONTAINS_LEN, Page, QueryError, check_length, check_texts, check_url, contains_pattern,
-};
+use super::{MAX_CONTAINS_LEN, Page, QueryError, check_length, check_texts, check_url, contains};
 use crate::text;
 
 /// The filters of products (REST `GET /v1/products`, GraphQL `products`),
@@ -100,6 +98,22 @@ impl ProductFilter {
         Ok(())
     }
 
+    /// Whether a page of this filter tests rows one by one as it walks the
+    /// list: a substring, or two of the broad filters (marketplace, trust
+    /// status, category), which no one index orders together. Its cost
+    /// grows with its depth faster than the rows it skips.
+    pub fn tests_rows(&self) -> bool {
+        let substring = [&self.name_contains, &self.seller_code_contains]
+            .into_iter()
+            .any(|part| given(part).is_some());
+        let broad = [
+            self.marketplace.is_some(),
+            self.trust_status.is_some(),
+            given(&self.category).is_some(),
+        ];
+        substring || broad.into_iter().filter(|given| *given).count() > 1
+    }
+
     /// The WHERE condition on products (the category is a join, see
     /// [`ProductFilter::matching`]); every branch is backed by an index.
     fn condition(&self) -> Condition {
@@ -122,8 +136,7 @@ impl ProductFilter {
             cond = cond.add(product::Column::SellerCode.eq(code));
         }
         if let Some(part) = given(&self.seller_code_contains) {
-            cond =
-                cond.add(product::Column::SellerCodeKey.like(contains_pattern(&text::fold(part))));
+            cond = cond.add(contains(product::Column::SellerCodeKey, part));
         }
         if let Some(external_id) = given(&self.external_id) {
             cond = cond.add(product::Column::ExternalId.eq(external_id));
@@ -135,7 +148,7 @@ impl ProductFilter {
             cond = cond.add(product::Column::BrandKey.eq(text::fold(brand)));
         }
         if let Some(part) = given(&self.name_contains) {
-            cond = cond.add(product::Column::NameSearch.like(contains_pattern(&text::fold(part))));
+            cond = cond.add(contains(product::Column::NameSearch, part));
         }
         if let Some(status) = self.trust_status {
             cond = cond.add(product::Column::TrustStatus.eq(status));

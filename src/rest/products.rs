@@ -6,6 +6,7 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use super::params::{self, Params, PathId, names, one_of};
+use crate::config::ListConfig;
 use crate::http::ApiError;
 use crate::http::error::ErrorBody;
 use crate::http::sized::{self, Within};
@@ -59,16 +60,18 @@ pub struct ProductsQuery {
 /// Products matching the filters, newest first (`first_seen_at` desc, then id).
 ///
 /// Page numbers reach the first 10,000 products of a list (the server's
-/// `VITRINA_PRODUCTS_PAGE_WINDOW`): a page ending past them (`page ×
-/// page_size` above it) is 422 `page_too_deep`, whose message names the
-/// limit. A page skips the rows before it by walking them, so its cost
+/// `VITRINA_PRODUCTS_PAGE_WINDOW`), and the first 1,000 of a list filtered
+/// by a substring or by two of marketplace, trust_status and category
+/// (`VITRINA_PRODUCTS_TESTED_PAGE_WINDOW`), whose pages test each row they
+/// walk: a page ending past them (`page × page_size` above it) is 422
+/// `page_too_deep`, whose message names the limit. A page skips the rows before it by walking them, so its cost
 /// grows with its depth; read further with the cursors of GraphQL
 /// `products(first:, after:)`, which cost the same at any depth.
 #[utoipa::path(get, operation_id = "listProducts", path = "/products", tag = "products", params(ProductsQuery),
     responses(
         (status = 200, body = ProductPage),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 429, body = ErrorBody),
-        (status = 422, body = ErrorBody, description = "response_too_large: the products would pass the response size limit; ask for a smaller page_size. page_too_deep: the page ends past the products page numbers reach (page × page_size above VITRINA_PRODUCTS_PAGE_WINDOW, 10,000 by default); read further with GraphQL cursors, products(first:, after:)"),
+        (status = 422, body = ErrorBody, description = "response_too_large: the products would pass the response size limit; ask for a smaller page_size. page_too_deep: the page ends past the products page numbers reach (page × page_size above VITRINA_PRODUCTS_PAGE_WINDOW, 10,000 by default; with a substring filter, or two of marketplace, trust_status and category, above VITRINA_PRODUCTS_TESTED_PAGE_WINDOW, 1,000 by default); read further with GraphQL cursors, products(first:, after:)"),
     ),
     security(("bearerAuth" = [])))]
 pub async fn list(
@@ -97,7 +100,8 @@ pub async fn list(
     };
     let page = within_window(
         Page::clamped(q.page, q.page_size),
-        state.settings.lists.products_page_window,
+        &filter,
+        &state.settings.lists,
     )?;
     let budget = sized::budget(&state);
     let (views, has_more) = products::list(&state.db, &filter, page, &budget).await?;
@@ -112,18 +116,33 @@ pub async fn list(
     Ok(sized::within(&state, body))
 }
 
-/// `page`, unless it ends past the first `window` products of the list:
-/// a page skips the rows before it by walking them, so its cost grows with
-/// its depth, where a cursor's does not.
-fn within_window(page: Page, window: u64) -> Result<Page, ApiError> {
+/// `page`, unless it ends past the first products of the list that page
+/// numbers reach: a page skips the rows before it by walking them, so its
+/// cost grows with its depth, where a cursor's does not; faster when the
+/// filter tests the rows it walks.
+fn within_window(page: Page, filter: &ProductFilter, lists: &ListConfig) -> Result<Page, ApiError> {
+    let tested = lists.products_tested_page_window;
+    let (window, setting, list) = if filter.tests_rows() && tested < lists.products_page_window {
+        (
+            tested,
+            "VITRINA_PRODUCTS_TESTED_PAGE_WINDOW",
+            "a list filtered by a substring or by two of marketplace, trust status and category",
+        )
+    } else {
+        (
+            lists.products_page_window,
+            "VITRINA_PRODUCTS_PAGE_WINDOW",
+            "a list",
+        )
+    };
     if page.page.saturating_mul(page.page_size) <= window {
         return Ok(page);
     }
     Err(ApiError::Unprocessable {
         code: "page_too_deep",
         message: format!(
-            "Page numbers reach the first {window} products of a list \
-             (VITRINA_PRODUCTS_PAGE_WINDOW) and page {} of {} products goes past them; \
+            "Page numbers reach the first {window} products of {list} ({setting}) \
+             and page {} of {} products goes past them; \
              read further with the cursors of GraphQL products(first:, after:), \
              which cost the same at any depth",
             page.page, page.page_size
