@@ -323,3 +323,38 @@ async fn a_backlog_of_submissions_leaves_deliveries_and_history_their_own_batche
     assert!(purged.unfinished, "five submissions wait for the next pass");
     assert_eq!(submissions_left(&app).await, 5);
 }
+
+/// Observations recorded at one instant (four variants scraped together),
+/// walked two at a time: every batch must see its rows, however many
+/// share its bounds' date. (SQLite keeps times as text: bounds written into
+/// the statement in another text form once compared wrongly there, and a
+/// pass left half of this history behind.)
+#[tokio::test]
+async fn observations_of_one_instant_are_walked_whole() {
+    let app = app_with(2, 100, 30).await;
+    let key = app.key("acme").await;
+    let variants = |price: f64| {
+        [
+            ("ru", None, "anonymous", price),
+            ("ru", Some("msk"), "anonymous", price + 1.0),
+            ("ru", None, "authenticated", price + 2.0),
+            ("kz", None, "anonymous", price + 3.0),
+        ]
+    };
+    let items = vec![
+        observed("p", 100, &variants(100.0)),
+        observed("p", 90, &variants(200.0)),
+    ];
+    send(&app, &key, items).await;
+    let tick = app.jobs().tick().await.unwrap();
+    assert_eq!(tick.purged.observations, 4, "{:?}", tick.purged);
+    let kept: Vec<i64> = history(&app, &key, "p")
+        .await
+        .iter()
+        .map(|(d, _, _)| *d)
+        .collect();
+    assert_eq!(
+        kept, [90; 4],
+        "each variant keeps its last price before the cutoff"
+    );
+}

@@ -26,7 +26,7 @@ use std::sync::{Mutex, PoisonError};
 use chrono::{DateTime, Utc};
 use entity::price_observation::{Column, Entity};
 use sea_orm::sea_query::{
-    Alias, Condition, Expr, JoinType, PostgresQueryBuilder, Query, SimpleExpr, SqliteQueryBuilder,
+    Alias, Condition, Expr, JoinType, PostgresQueryBuilder, Query, SimpleExpr,
 };
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr, ExprTrait, Order};
 
@@ -185,12 +185,18 @@ async fn delete_superseded(
         .from_table(Entity)
         .and_where(Expr::col(Column::Id).in_subquery(superseded))
         .to_owned();
-    // With the bounds written in and run unprepared, PostgreSQL plans the
-    // statement for them each time: a generic plan (which it may switch to
-    // after five runs of a prepared statement) sees no bounds at all.
-    let sql = match db.get_database_backend() {
-        DbBackend::Postgres => delete.to_string(PostgresQueryBuilder),
-        _ => delete.to_string(SqliteQueryBuilder),
+    let done = match db.get_database_backend() {
+        // With the bounds written in and run unprepared, PostgreSQL plans
+        // the statement for them each time: a generic plan (which it may
+        // switch to after five runs of a prepared statement) sees no bounds.
+        DbBackend::Postgres => {
+            db.execute_unprepared(&delete.to_string(PostgresQueryBuilder))
+                .await?
+        }
+        // SQLite keeps times as text in the form its driver writes; a time
+        // written into the statement takes another and compares wrongly,
+        // so the bounds are bound.
+        _ => db.execute(&delete).await?,
     };
-    Ok(db.execute_unprepared(&sql).await?.rows_affected())
+    Ok(done.rows_affected())
 }
