@@ -514,6 +514,48 @@ pub struct HttpConfig {
         value_parser = clap::value_parser!(u32).range(1..=MAX_PROBE_CONNECTIONS as i64)
     )]
     pub http_probe_connections: u32,
+
+    /// Origins whose pages may call `/graphql` and `/v1` from a browser
+    /// (CORS): a comma-separated list of exact origins
+    /// (`https://dash.example.com`, `http://127.0.0.1:3000`), or `*` for
+    /// any. None by default: only pages of this service's own origin.
+    #[arg(long, env = "VITRINA_CORS_ORIGINS", value_delimiter = ',', value_parser = parse_cors_origin)]
+    pub cors_origins: Vec<CorsOrigin>,
+}
+
+/// An origin allowed to call the API from a browser.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CorsOrigin {
+    /// `*`: any origin.
+    Any,
+    /// One origin, as browsers send it in `Origin`: `scheme://host[:port]`,
+    /// the host in lower case, the scheme's default port left out.
+    Exact(axum::http::HeaderValue),
+}
+
+/// `*`, or an `http`/`https` origin with nothing after the host and port;
+/// kept in the form browsers send, so that it compares equal.
+fn parse_cors_origin(value: &str) -> Result<CorsOrigin, String> {
+    let value = value.trim();
+    if value == "*" {
+        return Ok(CorsOrigin::Any);
+    }
+    let refused =
+        |why: &str| format!("{value:?} is not an origin ({why}); write scheme://host[:port], or *");
+    let url = url::Url::parse(value).map_err(|e| refused(&e.to_string()))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(refused("the scheme is not http or https"));
+    }
+    let bare = url.path() == "/" && url.query().is_none() && url.fragment().is_none();
+    if !bare || !url.username().is_empty() || url.password().is_some() || value.ends_with('/') {
+        return Err(refused(
+            "an origin has nothing but a scheme, a host and a port",
+        ));
+    }
+    let origin = url.origin().ascii_serialization();
+    axum::http::HeaderValue::from_str(&origin)
+        .map(CorsOrigin::Exact)
+        .map_err(|_| refused("not a header value"))
 }
 
 /// Probe connections when `VITRINA_HTTP_PROBE_CONNECTIONS` is not set: a
@@ -538,6 +580,7 @@ impl Default for HttpConfig {
             snapshot_max_age_secs: 300,
             http_max_request_id_chars: DEFAULT_MAX_REQUEST_ID_CHARS,
             http_probe_connections: DEFAULT_PROBE_CONNECTIONS,
+            cors_origins: Vec::new(),
         }
     }
 }
@@ -885,6 +928,40 @@ mod tests {
         assert!(Serve::try_parse_from(["vitrina", &most]).is_ok());
         let over = format!("--http-probe-connections={}", MAX_PROBE_CONNECTIONS + 1);
         assert!(Serve::try_parse_from(["vitrina", &over]).is_err());
+    }
+
+    #[test]
+    fn cors_origins_are_kept_as_browsers_send_them() {
+        let parsed = Serve::try_parse_from([
+            "vitrina",
+            "--cors-origins=HTTPS://Dash.Example.com:443, http://127.0.0.1:3000,*",
+        ])
+        .expect("origins");
+        let exact =
+            |origin: &'static str| CorsOrigin::Exact(origin.parse().expect("a header value"));
+        assert_eq!(
+            parsed.serve.http.cors_origins,
+            [
+                exact("https://dash.example.com"),
+                exact("http://127.0.0.1:3000"),
+                CorsOrigin::Any
+            ]
+        );
+        for refused in [
+            "https://dash.example.com/",
+            "https://dash.example.com/app",
+            "https://dash.example.com?x=1",
+            "https://user@dash.example.com",
+            "file:///tmp/page.html",
+            "dash.example.com",
+            "",
+        ] {
+            let flag = format!("--cors-origins={refused}");
+            assert!(
+                Serve::try_parse_from(["vitrina", &flag]).is_err(),
+                "{refused}"
+            );
+        }
     }
 
     #[test]

@@ -128,13 +128,22 @@ async fn count_many(
     Ok(rate)
 }
 
+/// The rate-limit headers of every keyed answer, in the order
+/// [`rate_headers`] fills them.
+pub const RATE_HEADERS: [&str; 3] = [
+    "x-ratelimit-limit",
+    "x-ratelimit-remaining",
+    "x-ratelimit-reset",
+];
+
 /// `X-RateLimit-Limit`, `-Remaining` and `-Reset` (Unix seconds when the window ends).
 pub fn rate_headers(rate: &RateDecision, headers: &mut HeaderMap) {
-    for (name, value) in [
-        ("x-ratelimit-limit", i64::from(rate.limit)),
-        ("x-ratelimit-remaining", i64::from(rate.remaining)),
-        ("x-ratelimit-reset", rate.reset_at),
-    ] {
+    let values = [
+        i64::from(rate.limit),
+        i64::from(rate.remaining),
+        rate.reset_at,
+    ];
+    for (name, value) in RATE_HEADERS.into_iter().zip(values) {
         headers.insert(HeaderName::from_static(name), HeaderValue::from(value));
     }
 }

@@ -2,6 +2,7 @@
 
 mod body_rate;
 pub mod connections;
+mod cors;
 mod fairness;
 mod health;
 pub mod middleware;
@@ -17,11 +18,15 @@ use crate::state::AppState;
 
 /// Every route of the service, in one table.
 pub fn router(state: AppState) -> Router {
+    let origins = &state.settings.http.cors_origins;
     let routes = Router::new()
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
-        .nest("/v1", crate::rest::router(state.clone()))
-        .merge(crate::graphql::router(state.clone()))
+        .nest(
+            "/v1",
+            cors::allow(crate::rest::router(state.clone()), origins),
+        )
+        .merge(cors::allow(crate::graphql::router(state.clone()), origins))
         .merge(crate::web::router(state.demo_key.is_some()))
         .nest("/extension/v1", crate::extension::router(state.clone()))
         .fallback(not_found);

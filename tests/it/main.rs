@@ -14,6 +14,7 @@ mod cli_errors;
 mod codegen_docs;
 mod conditional;
 mod connections;
+mod cors;
 mod counts;
 mod db_time;
 mod db_unavailable;
