@@ -64,9 +64,10 @@ pub struct ProductsQuery {
 /// by a substring or by two of marketplace, trust_status and category
 /// (`VITRINA_PRODUCTS_TESTED_PAGE_WINDOW`), whose pages test each row they
 /// walk: a page ending past them (`page × page_size` above it) is 422
-/// `page_too_deep`, whose message names the limit. A page skips the rows before it by walking them, so its cost
-/// grows with its depth; read further with the cursors of GraphQL
-/// `products(first:, after:)`, which cost the same at any depth.
+/// `page_too_deep`, whose message names the limit. A page skips the rows
+/// before it by walking them, so its cost grows with its depth; read
+/// further with the cursors of GraphQL `products(first:, after:)`, which
+/// cost the same at any depth.
 #[utoipa::path(get, operation_id = "listProducts", path = "/products", tag = "products", params(ProductsQuery),
     responses(
         (status = 200, body = ProductPage),
