@@ -98,19 +98,21 @@ pub fn is_kept(filter: &ProductFilter) -> bool {
         category,
         brand,
         name_contains,
+        ids,
     } = filter;
-    [
-        seller_id,
-        seller_code,
-        seller_code_contains,
-        external_id,
-        url,
-        category,
-        brand,
-        name_contains,
-    ]
-    .iter()
-    .all(|value| value.as_deref().is_none_or(str::is_empty))
+    ids.is_none()
+        && [
+            seller_id,
+            seller_code,
+            seller_code_contains,
+            external_id,
+            url,
+            category,
+            brand,
+            name_contains,
+        ]
+        .iter()
+        .all(|value| value.as_deref().is_none_or(str::is_empty))
 }
 
 /// The sum of the kept counts of `filter`'s marketplace and trust status

@@ -53,7 +53,12 @@ pub struct ProductFilter {
     pub name_contains: Option<String>,
     /// Only products of this trust status; all when omitted.
     pub trust_status: Option<TrustStatus>,
+    /// Only these products (a watch-list), at most 500 ids; GraphQL only.
+    pub ids: Option<Vec<Uuid>>,
 }
+
+/// Most ids one products filter may list.
+pub const MAX_FILTER_IDS: usize = 500;
 
 fn given(value: &Option<String>) -> Option<&str> {
     value.as_deref().filter(|v| !v.is_empty())
@@ -75,6 +80,7 @@ impl ProductFilter {
             brand,
             name_contains,
             trust_status: _,
+            ids,
         } = self;
         check_texts(&[
             ("seller_id", seller_id),
@@ -95,7 +101,13 @@ impl ProductFilter {
                 check_length(name, value, MAX_CONTAINS_LEN)?;
             }
         }
-        Ok(())
+        match ids {
+            Some(ids) if ids.len() > MAX_FILTER_IDS => Err(QueryError::Invalid(format!(
+                "ids lists {} products, more than the {MAX_FILTER_IDS} one filter may name",
+                ids.len()
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// Whether a page of this filter tests rows one by one as it walks the
@@ -152,6 +164,9 @@ impl ProductFilter {
         }
         if let Some(status) = self.trust_status {
             cond = cond.add(product::Column::TrustStatus.eq(status));
+        }
+        if let Some(ids) = &self.ids {
+            cond = cond.add(product::Column::Id.is_in(ids.iter().copied()));
         }
         cond
     }

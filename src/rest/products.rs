@@ -98,6 +98,7 @@ pub async fn list(
             q.trust_status,
             &names(TrustStatus::ALL, TrustStatus::as_str),
         )?,
+        ids: None,
     };
     let page = within_window(
         Page::clamped(q.page, q.page_size),

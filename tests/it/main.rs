@@ -65,6 +65,7 @@ mod serve;
 mod shutdown;
 mod unmergeable_rows;
 mod visible_limits;
+mod watch_list;
 mod webhook_url_length;
 mod webhooks;
 mod ws;
