@@ -138,10 +138,7 @@ fn count_of(filter: &Option<ProductFilter>, prices: &Prices) -> usize {
 
 /// Whether a products filter reads the products' texts.
 fn has_substring(filter: &Option<ProductFilter>) -> bool {
-    let given = |value: &Option<String>| value.as_deref().is_some_and(|v| !v.is_empty());
-    filter
-        .as_ref()
-        .is_some_and(|f| given(&f.name_contains) || given(&f.seller_code_contains))
+    filter.as_ref().is_some_and(ProductFilter::has_substring)
 }
 
 // The complexity of each field that scans, as its `#[graphql(complexity)]`

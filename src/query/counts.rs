@@ -87,32 +87,11 @@ pub fn counted(row: &QueryResult) -> Result<u64, DbErr> {
 /// Whether the kept counts answer `filter`: it has no condition but a
 /// marketplace and a trust status (empty texts count as absent).
 pub fn is_kept(filter: &ProductFilter) -> bool {
-    let ProductFilter {
-        marketplace: _,
-        trust_status: _,
-        seller_id,
-        seller_code,
-        seller_code_contains,
-        external_id,
-        url,
-        category,
-        brand,
-        name_contains,
-        ids,
-    } = filter;
-    ids.is_none()
-        && [
-            seller_id,
-            seller_code,
-            seller_code_contains,
-            external_id,
-            url,
-            category,
-            brand,
-            name_contains,
-        ]
-        .iter()
-        .all(|value| value.as_deref().is_none_or(str::is_empty))
+    filter.ids.is_none()
+        && filter
+            .texts()
+            .iter()
+            .all(|(_, value)| value.as_deref().is_none_or(str::is_empty))
 }
 
 /// The sum of the kept counts of `filter`'s marketplace and trust status

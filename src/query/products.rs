@@ -65,10 +65,9 @@ fn given(value: &Option<String>) -> Option<&str> {
 }
 
 impl ProductFilter {
-    /// Checks every text against the rule of text parameters
-    /// ([`check_text`](super::check_text)) and the `*_contains` length limit.
-    /// Destructured whole, so a new field cannot miss its check.
-    pub fn validate(&self) -> Result<(), QueryError> {
+    /// The text filters, by their parameter names. Destructured whole, so
+    /// a new field cannot be left out of the checks and counts that use it.
+    pub(super) fn texts(&self) -> [(&'static str, &Option<String>); 8] {
         let ProductFilter {
             marketplace: _,
             seller_id,
@@ -80,9 +79,9 @@ impl ProductFilter {
             brand,
             name_contains,
             trust_status: _,
-            ids,
+            ids: _,
         } = self;
-        check_texts(&[
+        [
             ("seller_id", seller_id),
             ("seller_code", seller_code),
             ("seller_code_contains", seller_code_contains),
@@ -91,17 +90,29 @@ impl ProductFilter {
             ("category", category),
             ("brand", brand),
             ("name_contains", name_contains),
-        ])?;
-        check_url("url", url)?;
+        ]
+    }
+
+    /// Whether a substring filter is given: it reads the products' texts.
+    pub fn has_substring(&self) -> bool {
+        given(&self.name_contains).is_some() || given(&self.seller_code_contains).is_some()
+    }
+
+    /// Checks every text against the rule of text parameters
+    /// ([`check_text`](super::check_text)), the `*_contains` length limit
+    /// and the number of ids.
+    pub fn validate(&self) -> Result<(), QueryError> {
+        check_texts(&self.texts())?;
+        check_url("url", &self.url)?;
         for (name, value) in [
-            ("seller_code_contains", seller_code_contains),
-            ("name_contains", name_contains),
+            ("seller_code_contains", &self.seller_code_contains),
+            ("name_contains", &self.name_contains),
         ] {
             if let Some(value) = value {
                 check_length(name, value, MAX_CONTAINS_LEN)?;
             }
         }
-        match ids {
+        match &self.ids {
             Some(ids) if ids.len() > MAX_FILTER_IDS => Err(QueryError::Invalid(format!(
                 "ids lists {} products, more than the {MAX_FILTER_IDS} one filter may name",
                 ids.len()
@@ -115,15 +126,12 @@ impl ProductFilter {
     /// status, category), which no one index orders together. Its cost
     /// grows with its depth faster than the rows it skips.
     pub fn tests_rows(&self) -> bool {
-        let substring = [&self.name_contains, &self.seller_code_contains]
-            .into_iter()
-            .any(|part| given(part).is_some());
         let broad = [
             self.marketplace.is_some(),
             self.trust_status.is_some(),
             given(&self.category).is_some(),
         ];
-        substring || broad.into_iter().filter(|given| *given).count() > 1
+        self.has_substring() || broad.into_iter().filter(|given| *given).count() > 1
     }
 
     /// The WHERE condition on products (the category is a join, see
