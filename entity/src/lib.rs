@@ -14,6 +14,7 @@ pub mod api_key;
 pub mod brand_snapshot;
 pub mod category_snapshot;
 pub mod current_price;
+pub mod lowest_price;
 pub mod persisted_query;
 pub mod persisted_query_owner;
 pub mod price_observation;

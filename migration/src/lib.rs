@@ -19,6 +19,20 @@ mod m20261129_000022_retention_indexes;
 mod m20261130_000023_product_counts;
 mod m20261130_000024_products_trust_newest;
 mod m20261201_000025_products_newest_covering;
+mod m20261202_000026_lowest_prices;
+mod m20261202_000027_product_orders;
+
+/// The statements that fill the tables triggers keep (`product_counts`,
+/// `lowest_prices`) afresh from the tables they are kept from, for a bulk
+/// load that drops those triggers while it writes (`vitrina seed` on SQLite).
+pub fn kept_tables_backfill(backend: sea_orm_migration::sea_orm::DbBackend) -> Vec<String> {
+    vec![
+        "DELETE FROM product_counts".to_owned(),
+        m20261130_000023_product_counts::BACKFILL.to_owned(),
+        "DELETE FROM lowest_prices".to_owned(),
+        m20261202_000026_lowest_prices::backfill(backend),
+    ]
+}
 
 pub struct Migrator;
 
@@ -42,6 +56,8 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000023_product_counts::Migration),
             Box::new(m20261130_000024_products_trust_newest::Migration),
             Box::new(m20261201_000025_products_newest_covering::Migration),
+            Box::new(m20261202_000026_lowest_prices::Migration),
+            Box::new(m20261202_000027_product_orders::Migration),
         ]
     }
 }

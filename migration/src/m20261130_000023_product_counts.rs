@@ -42,7 +42,8 @@ const TABLE: &str = "CREATE TABLE product_counts (
     PRIMARY KEY (marketplace, trust_status, stripe)
 )";
 
-const BACKFILL: &str = "INSERT INTO product_counts (marketplace, trust_status, stripe, n)
+/// The counts of the products there are.
+pub const BACKFILL: &str = "INSERT INTO product_counts (marketplace, trust_status, stripe, n)
     SELECT marketplace, trust_status, 0, COUNT(*) FROM products
     GROUP BY marketplace, trust_status";
 

@@ -60,6 +60,6 @@ impl MigrationTrait for Migration {
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        replace(manager, true).await
+        replace(manager, false).await
     }
 }

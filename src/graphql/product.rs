@@ -19,7 +19,8 @@ use super::seller::Seller;
 use crate::query::children::{Columns, Shows};
 use crate::query::counts::{self, Total};
 use crate::query::prices::{self, ObservationKey, PriceHistoryFilter};
-use crate::query::products::{self, ProductFilter, ProductKey, Related};
+use crate::query::product_order::ProductOrder;
+use crate::query::products::{self, ProductFilter, Related};
 use crate::views::{self, Attributes, PriceObservation, SpecialPrice, Timestamp, Translation};
 
 /// Filters of a price history, combined with AND; `from` and `to` are inclusive.
@@ -134,11 +135,12 @@ impl PriceTotal {
 pub type ProductConnection = Conn<Inline<Product>, ProductTotal>;
 pub type PriceConnection = Conn<Inline<PriceObservation>, PriceTotal>;
 
-/// Products as a connection, newest first. The page statement also reads
-/// the sellers, the translations and the total when the query asks for them.
+/// Products as a connection in `order`. The page statement also reads the
+/// sellers, the translations and the total when the query asks for them.
 pub async fn product_connection(
     ctx: &Context<'_>,
     filter: ProductFilter,
+    order: ProductOrder,
     args: &Args,
 ) -> Result<ProductConnection> {
     let fields = ctx.look_ahead();
@@ -151,17 +153,18 @@ pub async fn product_connection(
     let reads = Reads::of(ctx);
     let budget = reads.budget();
     let page = reads
-        .run(|db| products::connection(db, &filter, &window, with, bound, budget))
+        .run(|db| products::connection(db, &filter, order, &window, with, bound, budget))
         .await?;
     let total = match page.total {
         Some(total) => ProductTotal::Known(total),
         None => ProductTotal::matching(filter),
     };
     let node = Product::paged(&page.slice.items, page.related);
+    let keys = page.keys;
     Ok(connection::from_slice(
         page.slice,
         total,
-        ProductKey::of,
+        |p| keys.of(p),
         node,
     ))
 }
@@ -201,6 +204,7 @@ pub fn read_with(nodes: &[Lookahead<'_>]) -> products::With {
             let columns = shown::<PriceObservation, history::Entity>(&history_nodes);
             (n, columns.unwrap_or(Columns::NONE))
         }),
+        order_price: false,
     }
 }
 

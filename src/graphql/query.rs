@@ -18,6 +18,7 @@ use super::seller::Seller;
 use super::session::Me;
 use crate::http::access;
 use crate::http::sized::TRUNCATED_HEADER;
+use crate::query::product_order::ProductOrder;
 use crate::query::products::ProductFilter;
 use crate::query::sellers::SellerLookup;
 use crate::query::snapshots::{self, Bounds, Listed};
@@ -30,16 +31,24 @@ pub struct QueryRoot;
 /// brands, and the caller's own scrape sessions.
 #[Object]
 impl QueryRoot {
-    /// Products matching the filter, newest first (firstSeenAt desc, then id).
+    /// Products matching the filter, in `orderBy` (by default newest first:
+    /// firstSeenAt desc, then id). Cursors work in every order; a cursor of
+    /// one order is refused by another. Ordering by `PRICE` needs
+    /// `filter.currency`, and lists only products with a price in it.
     /// Its complexity: the fields of a row times the page size, each
     /// `totalCount` once (see ProductConnection), and a substring filter
     /// (`nameContains`, `sellerCodeContains`), which may read every product's
-    /// text to fill its page and its count, ten times the price of a count.
+    /// text to fill its page and its count, ten times the price of a count;
+    /// a price filter, which may walk the catalog testing one index entry
+    /// per product, a tenth of that.
     #[graphql(complexity = "super::scan_price::products(&filter, first, last, child_complexity)")]
+    // The GraphQL arguments are the parameters: the filter, the order and Relay's four.
+    #[allow(clippy::too_many_arguments)]
     async fn products(
         &self,
         ctx: &Context<'_>,
         filter: Option<ProductFilter>,
+        order_by: Option<ProductOrder>,
         first: Option<i32>,
         after: Option<String>,
         last: Option<i32>,
@@ -48,6 +57,7 @@ impl QueryRoot {
         product_connection(
             ctx,
             filter.unwrap_or_default(),
+            order_by.unwrap_or_default(),
             &Args {
                 first,
                 after,

@@ -20,6 +20,11 @@
 //!   database-time budget (`limits::db_time`) charges what a scan really
 //!   took, so a substring search stays accepted in a catalog of any size
 //!   and no account can loop it for more than its share;
+//! - a price filter (`currency`, `priceMin`, `priceMax`, `inStock`) tests
+//!   each product it walks by one index entry of `lowest_prices`, and a
+//!   narrow range may walk the whole catalog for a page: one point per
+//!   [`ROWS_PER_POINT`] products of the catalog (between the same floor
+//!   and ceiling), once per list that has one;
 //! - a count of one parent's rows through the index on the parent (a
 //!   seller's products, a product's price history, an account's sessions, a
 //!   session's submissions): 1 point, plus one per [`ROWS_PER_POINT`] rows a
@@ -73,6 +78,8 @@ pub struct Prices {
     pub bounded_count: usize,
     /// A substring filter over the products.
     pub substring: usize,
+    /// A price filter over the products.
+    pub price_filter: usize,
     /// A count of one seller's products.
     pub seller_products: usize,
     /// A count of one product's price observations.
@@ -94,6 +101,7 @@ impl Prices {
             substring: points(rows.products)
                 .clamp(SCAN_FLOOR, SCAN_CEILING)
                 .saturating_mul(SUBSTRING_WEIGHT),
+            price_filter: points(rows.products).clamp(SCAN_FLOOR, SCAN_CEILING),
             seller_products: per_parent(rows.products, rows.sellers),
             product_history: per_parent(rows.price_observations, rows.products),
             account_sessions: per_parent(rows.scrape_sessions, rows.accounts),
@@ -136,9 +144,18 @@ fn count_of(filter: &Option<ProductFilter>, prices: &Prices) -> usize {
     }
 }
 
-/// Whether a products filter reads the products' texts.
-fn has_substring(filter: &Option<ProductFilter>) -> bool {
-    filter.as_ref().is_some_and(ProductFilter::has_substring)
+/// What a products filter's scans cost: a substring's, a price filter's.
+fn scans_of(filter: &Option<ProductFilter>, prices: &Prices) -> usize {
+    let Some(filter) = filter else { return 0 };
+    let substring = match filter.has_substring() {
+        true => prices.substring,
+        false => 0,
+    };
+    let price = match filter.has_price() {
+        true => prices.price_filter,
+        false => 0,
+    };
+    substring.saturating_add(price)
 }
 
 // The complexity of each field that scans, as its `#[graphql(complexity)]`
@@ -158,8 +175,8 @@ fn page_with(
         .min(MOST)
 }
 
-/// `products(filter)`: its page, each count of the products, and a
-/// substring filter's scan.
+/// `products(filter)`: its page, each count of the products, and its
+/// filter's scans.
 pub fn products(
     filter: &Option<ProductFilter>,
     first: Option<i32>,
@@ -167,11 +184,8 @@ pub fn products(
     child: usize,
 ) -> usize {
     let prices = current();
-    let scan = match has_substring(filter) {
-        true => prices.substring,
-        false => 0,
-    };
-    page_with(first, last, child, count_of(filter, &prices), scan)
+    let scans = scans_of(filter, &prices);
+    page_with(first, last, child, count_of(filter, &prices), scans)
 }
 
 /// A seller's `products`: its page and each count of them (a seller's
@@ -315,10 +329,13 @@ mod tests {
         let small = of_catalog(20_000);
         assert_eq!(small.bounded_count, 1 + 10);
         assert_eq!(small.substring, SCAN_FLOOR * SUBSTRING_WEIGHT);
+        assert_eq!(small.price_filter, SCAN_FLOOR);
         assert_eq!(of_catalog(300_000).substring, 300 * SUBSTRING_WEIGHT);
+        assert_eq!(of_catalog(300_000).price_filter, 300);
         let large = of_catalog(1_000_000);
         assert_eq!(large.bounded_count, 1 + 10);
         assert_eq!(large.substring, SCAN_CEILING * SUBSTRING_WEIGHT);
+        assert_eq!(large.price_filter, SCAN_CEILING);
         assert_eq!(of_catalog(10_000_000).substring, large.substring);
         let tight = Prices::of(&TableRows::default(), 50);
         assert_eq!(tight.bounded_count, 1);

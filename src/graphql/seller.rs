@@ -15,7 +15,8 @@ use super::node::GlobalId;
 use super::page::Page;
 use super::product::{Product, ProductConnection, ProductTotal, product_connection};
 use super::reads::Reads;
-use crate::query::products::{ProductFilter, ProductKey, Related};
+use crate::query::product_order::{ProductKey, ProductOrder};
+use crate::query::products::{ProductFilter, Related};
 use crate::query::sellers::SellerView;
 use crate::views::{SellerStats, Timestamp};
 
@@ -194,7 +195,9 @@ impl Seller {
                     node,
                 )))
             }
-            None => Ok(Boxed(product_connection(ctx, filter, &args).await?)),
+            None => Ok(Boxed(
+                product_connection(ctx, filter, ProductOrder::default(), &args).await?,
+            )),
         }
     }
 }

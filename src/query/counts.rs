@@ -86,8 +86,13 @@ pub fn counted(row: &QueryResult) -> Result<u64, DbErr> {
 
 /// Whether the kept counts answer `filter`: it has no condition but a
 /// marketplace and a trust status (empty texts count as absent).
+///
+/// A price filter is counted up to the bound like any other; the page and
+/// the count test the same `lowest_prices` rows, so the count is exact
+/// for it within the bound.
 pub fn is_kept(filter: &ProductFilter) -> bool {
     filter.ids.is_none()
+        && !filter.has_price()
         && filter
             .texts()
             .iter()

@@ -53,6 +53,7 @@ pub trait Key: Serialize + DeserializeOwned + Clone {
 fn storable(value: &Value) -> bool {
     match value {
         Value::ChronoDateTimeUtc(Some(time)) => super::storable_time(time),
+        Value::String(Some(text)) => !text.contains('\0'),
         _ => true,
     }
 }
@@ -201,7 +202,7 @@ impl<K: Key> Window<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::query::products::ProductKey;
+    use crate::query::product_order::ProductKey;
     use crate::query::sessions::SubmissionKey;
 
     fn cursor(json: &str) -> String {
@@ -210,7 +211,7 @@ mod tests {
 
     #[test]
     fn a_cursor_decodes_only_to_a_key_its_list_can_hold() {
-        let key = ProductKey(chrono::Utc::now(), uuid::Uuid::new_v4());
+        let key = ProductKey::Newest(chrono::Utc::now(), uuid::Uuid::new_v4());
         assert!(ProductKey::decode("after", &key.encode()).is_ok());
         for refused in [
             cursor(

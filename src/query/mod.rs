@@ -13,6 +13,7 @@ pub mod keyset;
 pub mod leading;
 pub mod order;
 pub mod prices;
+pub mod product_order;
 pub mod products;
 pub mod sellers;
 pub mod sessions;

@@ -7,23 +7,24 @@
 use std::collections::HashMap;
 
 use entity::{
-    Marketplace, TrustStatus, current_price, price_observation, product, product_category,
-    product_translation, seller, special_price,
+    Marketplace, TrustStatus, current_price, lowest_price, price_observation, product,
+    product_category, product_translation, seller, special_price,
 };
 use futures_util::TryStreamExt;
 use sea_orm::sea_query::{Expr, Query, SelectStatement};
 use sea_orm::{
     ColumnTrait, ColumnType, Condition, ConnectionTrait, DbBackend, DbErr, EntityTrait, ExprTrait,
-    FromQueryResult, IdenStatic, Iterable, QueryFilter, QueryOrder, QuerySelect, QueryTrait,
-    Select, StreamTrait,
+    FromQueryResult, IdenStatic, Iterable, JoinType, QueryFilter, QueryOrder, QuerySelect,
+    QueryTrait, RelationTrait, Select, StreamTrait,
 };
 use uuid::Uuid;
 
 use super::budget::ResponseBudget;
 use super::children::{Columns, List};
 use super::counts::{self, Counting, TOTAL, Total};
-use super::keyset::{Key, Slice, Window};
+use super::keyset::{Slice, Window};
 use super::order::{self, Ordered};
+use super::product_order::{ProductKey, ProductOrder, ProductOrderField};
 use super::{MAX_CONTAINS_LEN, Page, QueryError, check_length, check_texts, check_url, contains};
 use crate::text;
 
@@ -55,6 +56,21 @@ pub struct ProductFilter {
     pub trust_status: Option<TrustStatus>,
     /// Only these products (a watch-list), at most 500 ids; GraphQL only.
     pub ids: Option<Vec<Uuid>>,
+    /// Only products with a current price in this currency, written as the
+    /// marketplaces write it (`RUB`, `KZT`, `BYN`); `priceMin`, `priceMax`
+    /// and `inStock` then look at the prices in it alone. GraphQL only.
+    pub currency: Option<String>,
+    /// Only products whose lowest current price in `currency` is at least
+    /// this (inclusive); needs `currency`. GraphQL only.
+    pub price_min: Option<f64>,
+    /// Only products whose lowest current price in `currency` is at most
+    /// this (inclusive); needs `currency`. GraphQL only.
+    pub price_max: Option<f64>,
+    /// Only products with (`true`) or without (`false`) a current price in
+    /// stock, in `currency` when given. A price is in stock when its stock
+    /// quantity is above 0, or, with no quantity known, when its stock
+    /// status is known and not `out_of_stock`. GraphQL only.
+    pub in_stock: Option<bool>,
 }
 
 /// Most ids one products filter may list.
@@ -67,7 +83,7 @@ fn given(value: &Option<String>) -> Option<&str> {
 impl ProductFilter {
     /// The text filters, by their parameter names. Destructured whole, so
     /// a new field cannot be left out of the checks and counts that use it.
-    pub(super) fn texts(&self) -> [(&'static str, &Option<String>); 8] {
+    pub(super) fn texts(&self) -> [(&'static str, &Option<String>); 9] {
         let ProductFilter {
             marketplace: _,
             seller_id,
@@ -80,6 +96,10 @@ impl ProductFilter {
             name_contains,
             trust_status: _,
             ids: _,
+            currency,
+            price_min: _,
+            price_max: _,
+            in_stock: _,
         } = self;
         [
             ("seller_id", seller_id),
@@ -90,7 +110,16 @@ impl ProductFilter {
             ("category", category),
             ("brand", brand),
             ("name_contains", name_contains),
+            ("currency", currency),
         ]
+    }
+
+    /// Whether a filter on the products' current prices is given.
+    pub fn has_price(&self) -> bool {
+        given(&self.currency).is_some()
+            || self.price_min.is_some()
+            || self.price_max.is_some()
+            || self.in_stock.is_some()
     }
 
     /// Whether a substring filter is given: it reads the products' texts.
@@ -112,6 +141,22 @@ impl ProductFilter {
                 check_length(name, value, MAX_CONTAINS_LEN)?;
             }
         }
+        let bounds = [("priceMin", self.price_min), ("priceMax", self.price_max)];
+        for (name, bound) in bounds {
+            match bound {
+                Some(value) if !value.is_finite() => {
+                    return Err(QueryError::Invalid(format!(
+                        "{name} must be a finite number"
+                    )));
+                }
+                Some(_) if given(&self.currency).is_none() => {
+                    return Err(QueryError::Missing(format!(
+                        "{name} compares the lowest price in one currency: pass currency too"
+                    )));
+                }
+                _ => {}
+            }
+        }
         match &self.ids {
             Some(ids) if ids.len() > MAX_FILTER_IDS => Err(QueryError::Invalid(format!(
                 "ids lists {} products, more than the {MAX_FILTER_IDS} one filter may name",
@@ -122,21 +167,24 @@ impl ProductFilter {
     }
 
     /// Whether a page of this filter tests rows one by one as it walks the
-    /// list: a substring, or two of the broad filters (marketplace, trust
-    /// status, category), which no one index orders together. Its cost
-    /// grows with its depth faster than the rows it skips.
+    /// list: a substring, a price filter, or two of the broad filters
+    /// (marketplace, trust status, category), which no one index orders
+    /// together. Its cost grows with its depth faster than the rows it skips.
     pub fn tests_rows(&self) -> bool {
         let broad = [
             self.marketplace.is_some(),
             self.trust_status.is_some(),
             given(&self.category).is_some(),
         ];
-        self.has_substring() || broad.into_iter().filter(|given| *given).count() > 1
+        self.has_substring()
+            || self.has_price()
+            || broad.into_iter().filter(|given| *given).count() > 1
     }
 
     /// The WHERE condition on products (the category is a join, see
     /// [`ProductFilter::matching`]); every branch is backed by an index.
-    fn condition(&self) -> Condition {
+    /// The price filters test the product's `lowest_prices` rows as `row` says.
+    fn condition(&self, row: PriceRow) -> Condition {
         let mut cond = Condition::all();
         if let Some(m) = self.marketplace {
             cond = cond.add(product::Column::Marketplace.eq(m));
@@ -176,12 +224,63 @@ impl ProductFilter {
         if let Some(ids) = &self.ids {
             cond = cond.add(product::Column::Id.is_in(ids.iter().copied()));
         }
-        cond
+        match (row, self.prices()) {
+            (PriceRow::Joined, _) => cond.add(self.price_row()),
+            (PriceRow::Exists, Some(prices)) => cond.add(prices),
+            (PriceRow::Exists, None) => cond,
+        }
+    }
+
+    /// The price filters on one `lowest_prices` row: its currency, its
+    /// price within the bounds, its stock (within a currency).
+    fn price_row(&self) -> Condition {
+        use lowest_price::Column;
+        let currency = given(&self.currency);
+        let stocked = currency.and(self.in_stock);
+        Condition::all()
+            .add_option(currency.map(|c| Column::Currency.eq(c)))
+            .add_option(self.price_min.map(|min| Column::Price.gte(min)))
+            .add_option(self.price_max.map(|max| Column::Price.lte(max)))
+            .add_option(stocked.map(|stocked| Column::InStock.eq(stocked)))
+    }
+
+    /// The price filters as a test of the product's `lowest_prices` rows
+    /// (one per currency, found by the product's id), or `None` without
+    /// any. `inStock` without a currency asks whether a row of any
+    /// currency is in stock: `false`, that none is.
+    fn prices(&self) -> Option<Expr> {
+        use lowest_price::Column;
+        if !self.has_price() {
+            return None;
+        }
+        let mut rows = Query::select();
+        rows.expr(Expr::val(1))
+            .from(lowest_price::Entity)
+            .and_where(
+                Expr::col((lowest_price::Entity, Column::ProductId))
+                    .equals((product::Entity, product::Column::Id)),
+            )
+            .cond_where(self.price_row());
+        Some(match (given(&self.currency), self.in_stock) {
+            (None, Some(stocked)) => {
+                rows.and_where(Column::InStock.eq(true));
+                match stocked {
+                    true => Expr::exists(rows),
+                    false => Expr::exists(rows).not(),
+                }
+            }
+            _ => Expr::exists(rows),
+        })
     }
 
     /// Matching products, unordered. A category joins its index rows.
     pub(super) fn matching(&self) -> Select<product::Entity> {
-        let select = product::Entity::find().filter(self.condition());
+        self.matching_with(PriceRow::Exists)
+    }
+
+    /// [`ProductFilter::matching`], its price filters tested as `row` says.
+    fn matching_with(&self, row: PriceRow) -> Select<product::Entity> {
+        let select = product::Entity::find().filter(self.condition(row));
         match given(&self.category) {
             Some(category) => select
                 .inner_join(product_category::Entity)
@@ -190,11 +289,14 @@ impl ProductFilter {
         }
     }
 
-    /// The columns of the products' order and its direction. A
-    /// category's index rows carry them too, so with a category the index
-    /// yields the order and a page stops after its own rows.
-    fn order_columns(&self) -> (Vec<Expr>, sea_orm::Order) {
-        let (columns, direction) = order::keyset::<product::Entity>();
+    /// The columns of `order` and its direction. A category's index rows
+    /// carry those of the default order too, so with a category the index
+    /// yields that order and a page stops after its own rows.
+    fn order_columns(&self, order: ProductOrder) -> (Vec<Expr>, sea_orm::Order) {
+        if let Some(columns) = order.columns() {
+            return (columns.into(), order.direction());
+        }
+        let (columns, _) = order::keyset::<product::Entity>();
         let indexed = given(&self.category).is_some();
         let columns = columns
             .into_iter()
@@ -203,7 +305,22 @@ impl ProductFilter {
                 _ => column.into_expr(),
             })
             .collect();
-        (columns, direction)
+        (columns, order.direction())
+    }
+
+    /// Matching products, unordered, with the `lowest_prices` row that
+    /// `order` sorts by when it sorts by price (one per product: the
+    /// filter's currency). The price filters then test that row: the same
+    /// row tested again through a subquery would be read once more for
+    /// each product the walk passes.
+    fn matching_in(&self, order: ProductOrder) -> Select<product::Entity> {
+        match (order.field, given(&self.currency)) {
+            (ProductOrderField::Price, Some(_)) => self.matching_with(PriceRow::Joined).join(
+                JoinType::InnerJoin,
+                lowest_price::Relation::Product.def().rev(),
+            ),
+            _ => self.matching(),
+        }
     }
 
     /// The ids of the matching products, unordered. A category alone reads
@@ -211,11 +328,13 @@ impl ProductFilter {
     /// product: a foreign key), so each row read is one index entry.
     pub(super) fn matching_ids(&self) -> SelectStatement {
         match given(&self.category) {
-            Some(category) if self.condition().is_empty() => product_category::Entity::find()
-                .select_only()
-                .column(product_category::Column::ProductId)
-                .filter(product_category::Column::CategoryKey.eq(text::fold(category)))
-                .into_query(),
+            Some(category) if self.condition(PriceRow::Exists).is_empty() => {
+                product_category::Entity::find()
+                    .select_only()
+                    .column(product_category::Column::ProductId)
+                    .filter(product_category::Column::CategoryKey.eq(text::fold(category)))
+                    .into_query()
+            }
             _ => self
                 .matching()
                 .select_only()
@@ -224,9 +343,9 @@ impl ProductFilter {
         }
     }
 
-    /// Matching products in their order.
+    /// Matching products in the default order.
     pub fn select(&self) -> Select<product::Entity> {
-        let (columns, direction) = self.order_columns();
+        let (columns, direction) = self.order_columns(ProductOrder::default());
         columns.into_iter().fold(self.matching(), |select, column| {
             select.order_by(column, direction.clone())
         })
@@ -240,7 +359,7 @@ impl ProductFilter {
     /// [`ProductFilter::matching_ids`]).
     fn page_ids(&self, skip: u64, limit: u64) -> SelectStatement {
         let mut ids = self.matching_ids();
-        let (columns, direction) = self.order_columns();
+        let (columns, direction) = self.order_columns(ProductOrder::default());
         for column in columns {
             ids.order_by_expr(column, direction.clone());
         }
@@ -248,22 +367,13 @@ impl ProductFilter {
     }
 }
 
-/// The ordering key of products: newest first, ties by id.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct ProductKey(pub chrono::DateTime<chrono::Utc>, pub Uuid);
-
-impl Key for ProductKey {
-    const LIST: &'static str = "products";
-
-    fn values(&self) -> Vec<sea_orm::Value> {
-        vec![self.0.into(), self.1.into()]
-    }
-}
-
-impl ProductKey {
-    pub fn of(product: &product::Model) -> Self {
-        ProductKey(product.first_seen_at, product.id)
-    }
+/// Where a filter's price conditions test the product's `lowest_prices` rows.
+#[derive(Debug, Clone, Copy)]
+enum PriceRow {
+    /// In a subquery: the product has such a row.
+    Exists,
+    /// On the row a list ordered by price joins (in the filter's currency).
+    Joined,
 }
 
 /// The column of a product's `product_categories` rows that holds the
@@ -292,6 +402,9 @@ pub struct With {
     pub special_prices: Option<Columns>,
     /// The product's latest `n` price observations.
     pub latest_prices: Option<(u64, Columns)>,
+    /// The lowest price a list ordered by price sorts by (its joined
+    /// `lowest_prices` row), for the products' cursors.
+    pub order_price: bool,
 }
 
 impl With {
@@ -303,6 +416,7 @@ impl With {
         prices: None,
         special_prices: None,
         latest_prices: None,
+        order_price: false,
     };
 
     /// Everything a REST product shows.
@@ -313,6 +427,7 @@ impl With {
         prices: Some(Columns::ALL),
         special_prices: Some(Columns::ALL),
         latest_prices: None,
+        order_price: false,
     };
 }
 
@@ -406,6 +521,24 @@ pub struct ProductPage {
     pub related: Related,
     /// Products matching the filter, when asked for.
     pub total: Option<Total>,
+    /// The cursor keys of the page's products.
+    pub keys: PageKeys,
+}
+
+/// The order of a page, and the price of each product when it sorts by price.
+#[derive(Debug)]
+pub struct PageKeys {
+    order: ProductOrder,
+    prices: HashMap<Uuid, f64>,
+}
+
+impl PageKeys {
+    /// The cursor key of `product`, one of the page's.
+    pub fn of(&self, product: &product::Model) -> ProductKey {
+        // A page ordered by price has each product's: `connection` checks.
+        let price = self.prices.get(&product.id).copied();
+        self.order.key_of(product, price.unwrap_or_default())
+    }
 }
 
 /// A keyset page of matching products (GraphQL connections), in one
@@ -414,17 +547,38 @@ pub struct ProductPage {
 pub async fn connection(
     db: &(impl ConnectionTrait + StreamTrait),
     filter: &ProductFilter,
+    order: ProductOrder,
     window: &Window<ProductKey>,
     with: With,
     count_bound: Option<u64>,
     budget: &ResponseBudget,
 ) -> Result<ProductPage, QueryError> {
     filter.validate()?;
-    let (columns, direction) = filter.order_columns();
-    let select = window.bound(filter.matching(), &columns, direction);
+    order.validate(given(&filter.currency))?;
+    for (name, key) in [("after", &window.after), ("before", &window.before)] {
+        if key.as_ref().is_some_and(|key| !order.fits(key)) {
+            return Err(QueryError::Invalid(format!(
+                "{name} is a cursor of another order of products: page a list in the order its cursors came from"
+            )));
+        }
+    }
+    let (columns, direction) = filter.order_columns(order);
+    let select = window.bound(filter.matching_in(order), &columns, direction);
+    let with = With {
+        order_price: order.field == ProductOrderField::Price,
+        ..with
+    };
     let counting = count_bound.map(|bound| Counting::of(filter, bound));
     let statement = counting.as_ref().map(|c| c.statement.clone());
     let rows = read(db, select, with, statement, budget).await?;
+    if with.order_price
+        && rows
+            .products
+            .iter()
+            .any(|p| !rows.order_prices.contains_key(&p.id))
+    {
+        return Err(DbErr::Custom("a product ordered by price was read without it".into()).into());
+    }
     // A page with no rows has none to carry the count.
     let total = match (count_bound, &counting, rows.total) {
         (Some(_), Some(counting), Some(counted)) => Some(counting.total(counted)),
@@ -435,6 +589,10 @@ pub async fn connection(
         slice: window.cut(rows.products),
         related: rows.related,
         total,
+        keys: PageKeys {
+            order,
+            prices: rows.order_prices,
+        },
     })
 }
 
@@ -464,6 +622,8 @@ const TRANSLATIONS: &str = "translations";
 const PRICES: &str = "prices";
 const SPECIAL_PRICES: &str = "special_prices";
 const LATEST_PRICES: &str = "latest_prices";
+/// The column that carries the price a list is ordered by.
+const ORDER_PRICE: &str = "order_price";
 
 /// The rows of one page statement.
 struct Rows {
@@ -471,6 +631,8 @@ struct Rows {
     related: Related,
     /// `None` unless counted, or when no row came back to carry the count.
     total: Option<u64>,
+    /// The price each product is ordered by, when read ([`With::order_price`]).
+    order_prices: HashMap<Uuid, f64>,
 }
 
 /// A page statement and the child lists it reads.
@@ -582,6 +744,9 @@ fn statement(
     if let Some(list) = &latest_prices {
         statement.expr_as(list.column(), LATEST_PRICES);
     }
+    if with.order_price {
+        statement.expr_as(lowest_price::Column::Price.into_expr(), ORDER_PRICE);
+    }
     let counted = match counted {
         Some(subquery) => {
             statement.expr_as(Expr::from(subquery), TOTAL);
@@ -625,6 +790,7 @@ async fn run(
         latest_prices: with.latest_prices.map(|(n, _)| (n, HashMap::new())),
     };
     let mut total = None;
+    let mut order_prices = HashMap::new();
     let backend = ConnectionTrait::get_database_backend(db);
     let stream = db.stream_raw(backend.build(&page.statement)).await?;
     let mut stream = std::pin::pin!(stream);
@@ -635,6 +801,9 @@ async fn run(
         }
         if page.counted && total.is_none() {
             total = Some(counts::counted(&row)?);
+        }
+        if with.order_price {
+            order_prices.insert(product.id, row.try_get::<f64>("", ORDER_PRICE)?);
         }
         // Decoded once per seller: pages often repeat one.
         if let Some(sellers) = &mut related.sellers
@@ -673,6 +842,7 @@ async fn run(
         products,
         related,
         total,
+        order_prices,
     })
 }
 

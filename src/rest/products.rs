@@ -98,7 +98,12 @@ pub async fn list(
             q.trust_status,
             &names(TrustStatus::ALL, TrustStatus::as_str),
         )?,
+        // GraphQL's alone: the v1 contract names no such parameters.
         ids: None,
+        currency: None,
+        price_min: None,
+        price_max: None,
+        in_stock: None,
     };
     let page = within_window(
         Page::clamped(q.page, q.page_size),

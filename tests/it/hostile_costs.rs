@@ -1,4 +1,4 @@
-//! Hostile costs: counts and substring filters are priced by the rows they
+//! Hostile costs: counts, substring and price filters are priced by the rows they
 //! may read before anything runs, and one request (one account) never holds
 //! more than its share of the connection pool. So the worst document a key
 //! can still get accepted, sent in a loop, leaves another key's requests
@@ -27,6 +27,8 @@ const LIMIT: u64 = 10_000;
 const KEPT: u64 = 1;
 const BOUNDED: u64 = 1 + 10;
 const SUBSTRING: u64 = 10 * 100;
+/// What a price filter costs on top, on such a catalog.
+const PRICE_FILTER: u64 = 100;
 
 /// Substrings too short for PostgreSQL's trigram index, found in most
 /// names: each count reads every product's names.
@@ -101,7 +103,7 @@ async fn a_hundred_aliased_counts_are_refused_before_they_run_naming_the_limit_a
 }
 
 #[tokio::test]
-async fn a_count_is_priced_once_per_list_whatever_its_page_size_and_a_substring_on_top() {
+async fn a_count_is_priced_once_per_list_whatever_its_page_size_and_its_scans_on_top() {
     let (app, key) = demo_app(50).await;
     let count = "query($n: Int) { products(first: $n) { totalCount } }";
     for n in [0, 1, 100, 500] {
@@ -118,6 +120,16 @@ async fn a_count_is_priced_once_per_list_whatever_its_page_size_and_a_substring_
     assert_eq!(
         complexity(&app, &key, substring).await,
         20 * 3 + 1 + SUBSTRING
+    );
+    let priced = "{ products(first: 20, filter: { currency: \"RUB\", priceMax: 500 }) { totalCount edges { node { id } } } }";
+    assert_eq!(
+        complexity(&app, &key, priced).await,
+        20 * 3 + 1 + BOUNDED + PRICE_FILTER
+    );
+    let both = "{ products(first: 20, filter: { inStock: true, nameContains: \"x\" }) { edges { node { id } } } }";
+    assert_eq!(
+        complexity(&app, &key, both).await,
+        20 * 3 + 1 + SUBSTRING + PRICE_FILTER
     );
     // Each alias of a count runs its own.
     let twice =

@@ -53,6 +53,8 @@ mod pipeline;
 mod playground;
 mod playground_cdn;
 mod poison;
+mod price_filters;
+mod product_orders;
 mod rate_redis;
 mod release;
 mod rest_access;

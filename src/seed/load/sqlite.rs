@@ -1,6 +1,10 @@
 //! SQLite: multi-row `INSERT`s, each as many rows as the bound-parameter
 //! limit allows, in one transaction on a connection of the load's own.
 //!
+//! SQLite has only row triggers, so the triggers of the loaded tables are
+//! dropped with their indexes, and the tables they keep (`product_counts`,
+//! `lowest_prices`) filled once at the end, as the migrations fill them.
+//!
 //! That connection checks no foreign keys (the generator makes every
 //! reference before it is used; a test runs `PRAGMA foreign_key_check`),
 //! keeps a large page cache, so the indexes built at the end sort in memory,
@@ -72,7 +76,8 @@ impl Encoder for Batch {
 pub struct Load {
     connection: DatabaseConnection,
     txn: DatabaseTransaction,
-    /// The `CREATE INDEX` statements of the indexes dropped.
+    /// The `CREATE INDEX` and `CREATE TRIGGER` statements of what was
+    /// dropped, then the fills of the tables those triggers keep.
     restore: Vec<String>,
 }
 
@@ -109,23 +114,26 @@ impl Load {
             return Ok(Err(occupied));
         }
         let names: Vec<String> = tables().iter().map(|t| format!("'{t}'")).collect();
-        let indexes = txn
+        let taken_down = txn
             .query_all_raw(Statement::from_string(
                 DbBackend::Sqlite,
                 format!(
-                    "SELECT name, sql FROM sqlite_master WHERE type = 'index' \
-                     AND sql IS NOT NULL AND tbl_name IN ({}) ORDER BY name",
+                    "SELECT type, name, sql FROM sqlite_master WHERE type IN ('index', 'trigger') \
+                     AND sql IS NOT NULL AND tbl_name IN ({}) ORDER BY type, name",
                     names.join(", ")
                 ),
             ))
             .await?;
         let mut restore = Vec::new();
-        for index in indexes {
-            let name: String = index.try_get("", "name")?;
-            txn.execute_unprepared(&format!("DROP INDEX \"{name}\""))
+        for item in taken_down {
+            let (kind, name): (String, String) =
+                (item.try_get("", "type")?, item.try_get("", "name")?);
+            txn.execute_unprepared(&format!("DROP {kind} \"{name}\""))
                 .await?;
-            restore.push(index.try_get("", "sql")?);
+            restore.push(item.try_get("", "sql")?);
         }
+        // What the triggers would have kept, filled once at the end.
+        restore.extend(migration::kept_tables_backfill(DbBackend::Sqlite));
         Ok(Ok(Load {
             connection,
             txn,
