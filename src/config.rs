@@ -740,6 +740,11 @@ pub struct ListConfig {
     #[arg(long, env = "VITRINA_PRODUCTS_TESTED_PAGE_WINDOW", default_value_t = DEFAULT_PRODUCTS_TESTED_PAGE_WINDOW,
         value_parser = clap::value_parser!(u64).range(Page::MAX_SIZE..))]
     pub products_tested_page_window: u64,
+    /// Buckets one GraphQL `priceSeries` may hold: a series with more
+    /// buckets with observations is refused, naming this setting.
+    #[arg(long, env = "VITRINA_SERIES_MAX_BUCKETS", default_value_t = DEFAULT_SERIES_MAX_BUCKETS,
+        value_parser = clap::value_parser!(u64).range(1..))]
+    pub series_max_buckets: u64,
 }
 
 /// Entries a snapshot list keeps when `VITRINA_SNAPSHOT_MAX_ENTRIES` is not
@@ -771,6 +776,11 @@ pub const DEFAULT_PRODUCTS_PAGE_WINDOW: u64 = 10_000;
 /// 10-46 ms, page 100 of the same up to 0.23 s.
 pub const DEFAULT_PRODUCTS_TESTED_PAGE_WINDOW: u64 = 1_000;
 
+/// Buckets a price series may hold when `VITRINA_SERIES_MAX_BUCKETS` is not
+/// set: a year by day, or six weeks by hour, is within it; a chart has
+/// fewer points than that across.
+pub const DEFAULT_SERIES_MAX_BUCKETS: u64 = 1_000;
+
 impl Default for ListConfig {
     fn default() -> Self {
         ListConfig {
@@ -779,6 +789,7 @@ impl Default for ListConfig {
             count_bound: DEFAULT_COUNT_BOUND,
             products_page_window: DEFAULT_PRODUCTS_PAGE_WINDOW,
             products_tested_page_window: DEFAULT_PRODUCTS_TESTED_PAGE_WINDOW,
+            series_max_buckets: DEFAULT_SERIES_MAX_BUCKETS,
         }
     }
 }

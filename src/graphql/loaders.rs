@@ -18,8 +18,9 @@ use uuid::Uuid;
 
 use super::pool_share::SharedConnection;
 use crate::query::budget::ResponseBudget;
+use crate::query::series::{Series, SeriesArgs};
 use crate::query::sessions::SessionStats;
-use crate::query::{QueryError, prices, products, sellers, sessions};
+use crate::query::{QueryError, prices, products, sellers, series, sessions};
 
 type Fetched<K, V> = Pin<Box<dyn Future<Output = Result<HashMap<K, V>, QueryError>> + Send>>;
 
@@ -98,7 +99,11 @@ pub struct Loaders {
     pub latest_prices: Load<TopKey, Vec<price_observation::Model>>,
     pub seller_products: Load<TopKey, Vec<product::Model>>,
     pub session_stats: Load<Uuid, SessionStats>,
+    pub series: Load<SeriesKey, Series>,
 }
+
+/// (product id, what its series is asked for).
+pub type SeriesKey = (Uuid, Arc<SeriesArgs>);
 
 impl Loaders {
     pub fn new(db: &SharedConnection, budget: &Arc<ResponseBudget>) -> Self {
@@ -149,6 +154,23 @@ impl Loaders {
             }),
             session_stats: loader(db, budget, |db, _, ids| {
                 Box::pin(async move { Ok(sessions::stats(&db, &ids).await?) })
+            }),
+            series: loader(db, budget, |db, _, keys| {
+                Box::pin(async move {
+                    let mut asked: HashMap<Arc<SeriesArgs>, Vec<Uuid>> = HashMap::new();
+                    for (id, args) in keys {
+                        asked.entry(args).or_default().push(id);
+                    }
+                    let mut out = HashMap::new();
+                    for (args, ids) in asked {
+                        let mut found = series::series(&db, &ids, &args).await?;
+                        out.extend(ids.into_iter().map(|id| {
+                            let points = found.remove(&id).unwrap_or_default();
+                            ((id, args.clone()), points)
+                        }));
+                    }
+                    Ok(out)
+                })
             }),
         }
     }

@@ -28,6 +28,7 @@ mod reads;
 mod response;
 mod scan_price;
 mod seller;
+mod series;
 mod session;
 mod subscription;
 mod transport;

@@ -16,11 +16,13 @@ use super::node::GlobalId;
 use super::page::Page;
 use super::reads::Reads;
 use super::seller::Seller;
+use super::series::{self, PricePoint};
 use crate::query::children::{Columns, Shows};
 use crate::query::counts::{self, Total};
 use crate::query::prices::{self, ObservationKey, PriceHistoryFilter};
 use crate::query::product_order::ProductOrder;
 use crate::query::products::{self, ProductFilter, Related};
+use crate::query::series::{SeriesArgs, TimeBucket};
 use crate::views::{self, Attributes, PriceObservation, SpecialPrice, Timestamp, Translation};
 
 /// Filters of a price history, combined with AND; `from` and `to` are inclusive.
@@ -427,6 +429,33 @@ impl Product {
     /// When the product was last seen.
     async fn last_seen_at(&self) -> Timestamp {
         self.0.last_seen_at.into()
+    }
+    /// The product's prices in `currency` bucketed by UTC time (an hour, a
+    /// day, a week from Monday, a calendar month), oldest first: for each
+    /// bucket with observations, their count, lowest, highest and mean
+    /// price, and the first and last price by time, across the product's
+    /// variants. `from` and `to` bound the times, inclusive. A series of
+    /// more buckets than `VITRINA_SERIES_MAX_BUCKETS` (1,000) is refused:
+    /// narrow the times or take a larger bucket. Computed in the database,
+    /// one statement for the products of a level; priced as a count of the
+    /// product's history, by the rows it reads.
+    #[graphql(complexity = "super::scan_price::price_series(child_complexity)")]
+    async fn price_series(
+        &self,
+        ctx: &Context<'_>,
+        currency: String,
+        bucket: TimeBucket,
+        from: Option<Timestamp>,
+        to: Option<Timestamp>,
+    ) -> Result<Vec<PricePoint>> {
+        let args = SeriesArgs {
+            currency,
+            bucket,
+            from: from.map(|t| t.0),
+            to: to.map(|t| t.0),
+            most: 0,
+        };
+        series::price_series(ctx, self.0.id, args).await
     }
     /// The full price and stock history, newest first.
     #[graphql(complexity = "super::scan_price::price_history(first, last, child_complexity)")]

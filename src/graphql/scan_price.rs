@@ -210,6 +210,12 @@ pub fn price_history(first: Option<i32>, last: Option<i32>, child: usize) -> usi
     page_with(first, last, child, current().product_history, 0)
 }
 
+/// A product's `priceSeries`: it reads the product's history in range,
+/// priced as a count of it, and the fields of a point.
+pub fn price_series(child: usize) -> usize {
+    current().product_history.saturating_add(child).min(MOST)
+}
+
 /// A seller's `productCount`.
 pub fn seller_product_count() -> usize {
     current().seller_products

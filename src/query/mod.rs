@@ -16,6 +16,7 @@ pub mod prices;
 pub mod product_order;
 pub mod products;
 pub mod sellers;
+pub mod series;
 pub mod sessions;
 pub mod snapshots;
 pub mod top;

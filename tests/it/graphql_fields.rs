@@ -166,6 +166,8 @@ async fn required_arguments(app: &TestApp, key: &str) -> BTreeMap<String, String
         ("Me.scrapeSession.id", session["id"].to_string()),
         ("QueryRoot.node.id", product["globalId"].to_string()),
         ("QueryRoot.nodes.ids", format!("[{}]", product["globalId"])),
+        ("Product.priceSeries.currency", "\"RUB\"".to_owned()),
+        ("Product.priceSeries.bucket", "DAY".to_owned()),
     ]
     .into_iter()
     .map(|(at, value)| (at.to_owned(), value))

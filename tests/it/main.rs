@@ -54,6 +54,7 @@ mod playground;
 mod playground_cdn;
 mod poison;
 mod price_filters;
+mod price_series;
 mod product_orders;
 mod rate_redis;
 mod release;

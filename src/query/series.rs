@@ -1,0 +1,231 @@
+//! Products' prices in one currency, bucketed by time (GraphQL
+//! `Product.priceSeries`): per bucket of UTC time, how many observations
+//! there were, their lowest, highest and mean price, and the first and last
+//! by time (ties by id). The database buckets and aggregates, so the server
+//! reads one row per bucket however many observations it holds, and one
+//! statement serves every product of a page. Buckets are an hour, a day, a
+//! week from Monday or a calendar month, all in UTC; a bucket with no
+//! observation is left out. A product's observations are its history in
+//! that currency, across its variants (country, region, auth status).
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, NaiveDateTime, Utc};
+use entity::price_observation;
+use sea_orm::sea_query::{Alias, Expr, Order, Query};
+use sea_orm::{ColumnTrait, ConnectionTrait, DbBackend, DbErr, ExprTrait, FromQueryResult};
+use uuid::Uuid;
+
+use super::{QueryError, check_text, one_of, storable_time};
+
+/// The span of time one point of a series covers, in UTC.
+#[derive(async_graphql::Enum, Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum TimeBucket {
+    Hour,
+    Day,
+    /// From Monday 00:00.
+    Week,
+    /// From the first of the month, 00:00.
+    Month,
+}
+
+/// What a series is asked for: the currency, the bucket, the times it
+/// spans (`from` and `to` inclusive; unbounded when absent), and the most
+/// buckets it may hold.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SeriesArgs {
+    pub currency: String,
+    pub bucket: TimeBucket,
+    pub from: Option<DateTime<Utc>>,
+    pub to: Option<DateTime<Utc>>,
+    pub most: u64,
+}
+
+impl SeriesArgs {
+    /// The currency passes the rule of text parameters; the times lie in
+    /// years 0 to 9999 and `from` is not after `to`.
+    pub fn validate(&self) -> Result<(), QueryError> {
+        check_text("currency", &self.currency)?;
+        for (name, time) in [("from", &self.from), ("to", &self.to)] {
+            if time.as_ref().is_some_and(|t| !storable_time(t)) {
+                return Err(QueryError::Invalid(format!(
+                    "{name} must be a time in the years 0 to 9999 (UTC)"
+                )));
+            }
+        }
+        match (self.from, self.to) {
+            (Some(from), Some(to)) if from > to => {
+                Err(QueryError::Invalid("from must not be after to".into()))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// One bucket of a series.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PricePoint {
+    /// The bucket's first instant.
+    pub start: DateTime<Utc>,
+    pub count: i64,
+    pub min: f64,
+    pub max: f64,
+    pub avg: f64,
+    /// The first observation's price, by time.
+    pub open: f64,
+    /// The last observation's price, by time.
+    pub close: f64,
+}
+
+/// A product's series: its first buckets, in time order, and whether it
+/// has more than the most a series may hold.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Series {
+    pub points: Vec<PricePoint>,
+    pub more: bool,
+}
+
+/// The text of a bucket's first instant, `YYYY-MM-DDTHH:MM:SS` in UTC, from
+/// `recorded_at`.
+fn bucket_start(backend: DbBackend, bucket: TimeBucket) -> String {
+    match backend {
+        DbBackend::Postgres => {
+            let unit = match bucket {
+                TimeBucket::Hour => "hour",
+                TimeBucket::Day => "day",
+                TimeBucket::Week => "week",
+                TimeBucket::Month => "month",
+            };
+            format!(
+                "to_char(date_trunc('{unit}', recorded_at AT TIME ZONE 'UTC'), \
+                 'YYYY-MM-DD\"T\"HH24:MI:SS')"
+            )
+        }
+        // SQLite reads the stored offset and answers in UTC.
+        _ => match bucket {
+            TimeBucket::Hour => "strftime('%Y-%m-%dT%H:00:00', recorded_at)",
+            TimeBucket::Day => "strftime('%Y-%m-%dT00:00:00', recorded_at)",
+            // Back six days, then on to the next Monday: this week's.
+            TimeBucket::Week => {
+                "strftime('%Y-%m-%dT00:00:00', recorded_at, '-6 days', 'weekday 1')"
+            }
+            TimeBucket::Month => "strftime('%Y-%m-01T00:00:00', recorded_at)",
+        }
+        .to_owned(),
+    }
+}
+
+#[derive(FromQueryResult)]
+struct Row {
+    product_id: Uuid,
+    bucket: String,
+    n: i64,
+    low: f64,
+    high: f64,
+    mean: f64,
+    open: f64,
+    close: f64,
+}
+
+/// The series of each of `products` (absent when it has no observation in
+/// range), each cut after `args.most` buckets, in one statement.
+pub async fn series(
+    db: &impl ConnectionTrait,
+    products: &[Uuid],
+    args: &SeriesArgs,
+) -> Result<HashMap<Uuid, Series>, QueryError> {
+    use price_observation::Column;
+    args.validate()?;
+    let most = args.most;
+    let backend = db.get_database_backend();
+    let bucket = bucket_start(backend, args.bucket);
+    let partition = format!("PARTITION BY product_id, {bucket}");
+    let mut observed = Query::select();
+    observed
+        .column(Column::ProductId)
+        .column(Column::Price)
+        .expr_as(Expr::cust(bucket.clone()), Alias::new("bucket"))
+        .expr_as(
+            Expr::cust(format!(
+                "FIRST_VALUE(price) OVER ({partition} ORDER BY recorded_at, id)"
+            )),
+            Alias::new("first_price"),
+        )
+        .expr_as(
+            Expr::cust(format!(
+                "FIRST_VALUE(price) OVER ({partition} ORDER BY recorded_at DESC, id DESC)"
+            )),
+            Alias::new("last_price"),
+        )
+        .from(price_observation::Entity)
+        .cond_where(one_of(db, Column::ProductId, products))
+        .and_where(Column::Currency.eq(args.currency.as_str()));
+    if let Some(from) = args.from {
+        observed.and_where(Column::RecordedAt.gte(from));
+    }
+    if let Some(to) = args.to {
+        observed.and_where(Column::RecordedAt.lte(to));
+    }
+    let mut buckets = Query::select();
+    buckets
+        .column(Alias::new("product_id"))
+        .column(Alias::new("bucket"))
+        .expr_as(Expr::cust("COUNT(*)"), Alias::new("n"))
+        .expr_as(Expr::cust("MIN(price)"), Alias::new("low"))
+        .expr_as(Expr::cust("MAX(price)"), Alias::new("high"))
+        .expr_as(Expr::cust("AVG(price)"), Alias::new("mean"))
+        .expr_as(Expr::cust("MIN(first_price)"), Alias::new("open"))
+        .expr_as(Expr::cust("MIN(last_price)"), Alias::new("close"))
+        .expr_as(
+            Expr::cust("ROW_NUMBER() OVER (PARTITION BY product_id ORDER BY bucket)"),
+            Alias::new("nth"),
+        )
+        .from_subquery(observed, Alias::new("observed"))
+        .group_by_col(Alias::new("product_id"))
+        .group_by_col(Alias::new("bucket"));
+    // One bucket past the most tells a series that has more.
+    let limit = i64::try_from(most.saturating_add(1)).unwrap_or(i64::MAX);
+    let mut kept = Query::select();
+    kept.columns(
+        [
+            "product_id",
+            "bucket",
+            "n",
+            "low",
+            "high",
+            "mean",
+            "open",
+            "close",
+        ]
+        .map(Alias::new),
+    )
+    .from_subquery(buckets, Alias::new("buckets"))
+    .and_where(Expr::col(Alias::new("nth")).lte(limit))
+    .order_by(Alias::new("product_id"), Order::Asc)
+    .order_by(Alias::new("bucket"), Order::Asc);
+    let rows = Row::find_by_statement(backend.build(&kept)).all(db).await?;
+    let mut out: HashMap<Uuid, Series> = HashMap::new();
+    for row in rows {
+        let series = out.entry(row.product_id).or_default();
+        if series.points.len() as u64 == most {
+            series.more = true;
+            continue;
+        }
+        series.points.push(PricePoint {
+            start: parse_start(&row.bucket)?,
+            count: row.n,
+            min: row.low,
+            max: row.high,
+            avg: row.mean,
+            open: row.open,
+            close: row.close,
+        });
+    }
+    Ok(out)
+}
+
+fn parse_start(text: &str) -> Result<DateTime<Utc>, DbErr> {
+    NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S")
+        .map(|t| t.and_utc())
+        .map_err(|_| DbErr::Custom(format!("a bucket start the database wrote oddly: {text}")))
+}
