@@ -11,6 +11,8 @@ use crate::error::Error;
 pub enum KeysCommand {
     /// Create a key for an account (created when missing); the key is printed once.
     Create {
+        /// The account's name; an account of that name is created when
+        /// there is none.
         #[arg(long)]
         account: String,
     },

@@ -12,7 +12,7 @@ use crate::clock::Clock;
 use crate::config::WebhookConfig;
 use crate::error::Error;
 use crate::webhooks::retry::Outcome;
-use crate::webhooks::subscriptions::{self, SubscriptionError};
+use crate::webhooks::subscriptions::{self, Disabling, SubscriptionError};
 use crate::webhooks::target::TargetPolicy;
 use crate::webhooks::{Sender, ping, redelivery, rotation};
 
@@ -33,14 +33,20 @@ pub enum WebhooksCommand {
     },
     /// List subscriptions (never their secrets), of every account or of one.
     List {
+        /// Only this account's (its name).
         #[arg(long)]
         account: Option<String>,
     },
     /// Disable a subscription by its id (final: it cannot be re-enabled).
-    Disable { id: Uuid },
+    /// Disabling a disabled one changes nothing and says when it was.
+    Disable {
+        /// The subscription's id, as `webhooks list` shows it.
+        id: Uuid,
+    },
     /// Give a subscription a new signing secret, printed once; the old one
     /// keeps signing next to it for the overlap.
     RotateSecret {
+        /// The subscription's id.
         id: Uuid,
         /// The overlap setting applies here.
         #[command(flatten)]
@@ -60,6 +66,7 @@ pub enum WebhooksCommand {
     /// Send a signed `ping` event to a subscription now and print the
     /// outcome; fails unless the receiver answers 2xx.
     Test {
+        /// The subscription's id.
         id: Uuid,
         /// Deliveries' settings (time limit, the development switch) apply here.
         #[command(flatten)]
@@ -126,10 +133,20 @@ pub async fn run(
             }
         }
         WebhooksCommand::Disable { id } => {
-            let disabled = subscriptions::disable_for_operator(conn, id, clock.now())
+            match subscriptions::disable_for_operator(conn, id, clock.now())
                 .await
-                .map_err(operator_error)?;
-            println!("disabled {} ({})", disabled.id, disabled.target_url);
+                .map_err(operator_error)?
+            {
+                Disabling::Disabled(s) => println!("disabled {} ({})", s.id, s.target_url),
+                Disabling::AlreadyDisabled(s) => println!(
+                    "already disabled at {}: {} ({})",
+                    s.disabled_at
+                        .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+                        .unwrap_or_default(),
+                    s.id,
+                    s.target_url
+                ),
+            }
         }
         WebhooksCommand::RotateSecret { id, config } => {
             let now = clock.now();

@@ -262,8 +262,21 @@ pub async fn disable_for_operator(
     db: &DatabaseConnection,
     id: Uuid,
     now: DateTime<Utc>,
-) -> Result<webhook_subscription::Model, SubscriptionError> {
-    disable(db, owner_for_operator(db, id).await?, id, now).await
+) -> Result<Disabling, SubscriptionError> {
+    let owner = owner_for_operator(db, id).await?;
+    let found = find(db, owner, id).await?;
+    if found.status == SubscriptionStatus::Disabled {
+        return Ok(Disabling::AlreadyDisabled(found));
+    }
+    disable(db, owner, id, now).await.map(Disabling::Disabled)
+}
+
+/// What disabling a subscription did.
+#[derive(Debug)]
+pub enum Disabling {
+    Disabled(webhook_subscription::Model),
+    /// It was disabled before, and stays as it was.
+    AlreadyDisabled(webhook_subscription::Model),
 }
 
 /// Marks an active subscription disabled and fails its pending deliveries.

@@ -358,6 +358,47 @@ async fn webhooks_create_with_the_insecure_switch_says_the_server_needs_it_too()
 }
 
 #[tokio::test]
+async fn disabling_a_webhook_twice_says_when_and_succeeds() {
+    let db = migrated_db().await;
+    create_key(&db, "acme");
+    let created = stdout(&create_loopback_webhook(&db.url, "acme"));
+    let id = created.split_whitespace().nth(3).expect("id printed");
+    let first = vitrina(&db.url, &["webhooks", "disable", id]);
+    assert!(
+        stdout(&first).starts_with(&format!("disabled {id}")),
+        "{first:?}"
+    );
+    let again = vitrina(&db.url, &["webhooks", "disable", id]);
+    assert!(again.status.success(), "{again:?}");
+    let said = stdout(&again);
+    assert!(
+        said.starts_with("already disabled at 20") && said.contains(id),
+        "{said}"
+    );
+}
+
+#[test]
+fn every_option_and_argument_of_every_command_says_what_it_is() {
+    let mut missing = Vec::new();
+    let mut commands = vec![(String::from("vitrina"), {
+        let mut cli = <vitrina::cli::Cli as clap::CommandFactory>::command();
+        cli.build();
+        cli
+    })];
+    while let Some((path, command)) = commands.pop() {
+        for arg in command.get_arguments() {
+            if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                missing.push(format!("{path} {}", arg.get_id()));
+            }
+        }
+        for sub in command.get_subcommands() {
+            commands.push((format!("{path} {}", sub.get_name()), sub.clone()));
+        }
+    }
+    assert!(missing.is_empty(), "no help text: {missing:#?}");
+}
+
+#[tokio::test]
 async fn jobs_run_once_merges_pending_submissions_and_makes_todays_snapshot() {
     let db = TestDb::new().await;
     assert!(
