@@ -28,6 +28,7 @@ mod graphql_error_codes;
 mod graphql_errors;
 mod graphql_fields;
 mod graphql_http;
+mod graphql_internals;
 mod graphql_limits;
 mod graphql_node;
 mod graphql_persisted;
