@@ -22,6 +22,7 @@ use crate::query::product_order::ProductOrder;
 use crate::query::products::ProductFilter;
 use crate::query::sellers::SellerLookup;
 use crate::query::snapshots::{self, Bounds, Listed};
+use crate::query::stats::{self, ProductStats};
 use crate::query::{QueryError, products, sellers};
 use crate::views::{Allowance, BrandItem, CategoryItem};
 
@@ -66,6 +67,25 @@ impl QueryRoot {
             },
         )
         .await
+    }
+
+    /// Price statistics of the products matching `filter` that have a
+    /// current price in `currency`, over each one's lowest current price in
+    /// it: how many, the lowest, highest, mean and median (a brand's or a
+    /// category's price level). A filter that names a currency must name
+    /// this one. It reads every matching product's price: priced as two
+    /// walks of the catalog's lowest prices, with the filter's own scans.
+    #[graphql(complexity = "super::scan_price::product_stats(&filter)")]
+    async fn product_stats(
+        &self,
+        ctx: &Context<'_>,
+        filter: Option<ProductFilter>,
+        currency: String,
+    ) -> Result<ProductStats> {
+        let filter = filter.unwrap_or_default();
+        Ok(Reads::of(ctx)
+            .run(|db| stats::product_stats(db, &filter, &currency))
+            .await?)
     }
 
     /// One product by its internal id; NOT_FOUND when unknown.

@@ -216,6 +216,15 @@ pub fn price_series(child: usize) -> usize {
     current().product_history.saturating_add(child).min(MOST)
 }
 
+/// `productStats(filter)`: its filter's scans, and two walks of the
+/// matching products' lowest prices (the aggregates, then the median's).
+pub fn product_stats(filter: &Option<ProductFilter>) -> usize {
+    let prices = current();
+    scans_of(filter, &prices)
+        .saturating_add(prices.price_filter.saturating_mul(2))
+        .min(MOST)
+}
+
 /// A seller's `productCount`.
 pub fn seller_product_count() -> usize {
     current().seller_products

@@ -19,6 +19,7 @@ pub mod sellers;
 pub mod series;
 pub mod sessions;
 pub mod snapshots;
+pub mod stats;
 pub mod top;
 
 use chrono::{DateTime, Datelike, Utc};

@@ -24,7 +24,7 @@ use super::children::{Columns, List};
 use super::counts::{self, Counting, TOTAL, Total};
 use super::keyset::{Slice, Window};
 use super::order::{self, Ordered};
-use super::product_order::{ProductKey, ProductOrder, ProductOrderField};
+use super::product_order::{OrderDirection, ProductKey, ProductOrder, ProductOrderField};
 use super::{MAX_CONTAINS_LEN, Page, QueryError, check_length, check_texts, check_url, contains};
 use crate::text;
 
@@ -185,6 +185,16 @@ impl ProductFilter {
     /// [`ProductFilter::matching`]); every branch is backed by an index.
     /// The price filters test the product's `lowest_prices` rows as `row` says.
     fn condition(&self, row: PriceRow) -> Condition {
+        let cond = self.product_condition();
+        match (row, self.prices()) {
+            (PriceRow::Joined, _) => cond.add(self.price_row()),
+            (PriceRow::Exists, Some(prices)) => cond.add(prices),
+            (PriceRow::Exists, None) => cond,
+        }
+    }
+
+    /// [`ProductFilter::condition`] without the price filters.
+    fn product_condition(&self) -> Condition {
         let mut cond = Condition::all();
         if let Some(m) = self.marketplace {
             cond = cond.add(product::Column::Marketplace.eq(m));
@@ -224,11 +234,31 @@ impl ProductFilter {
         if let Some(ids) = &self.ids {
             cond = cond.add(product::Column::Id.is_in(ids.iter().copied()));
         }
-        match (row, self.prices()) {
-            (PriceRow::Joined, _) => cond.add(self.price_row()),
-            (PriceRow::Exists, Some(prices)) => cond.add(prices),
-            (PriceRow::Exists, None) => cond,
+        cond
+    }
+
+    /// The `lowest_prices` rows of the matching products in the filter's
+    /// currency (`product_id`, `price`), unordered: with no filter on the
+    /// products themselves, read from `lowest_prices` alone (an index-only
+    /// range of `lowest_prices_by_price`), else joined to the products.
+    pub(super) fn lowest_prices(&self) -> SelectStatement {
+        use lowest_price::Column;
+        let alone = self.product_condition().is_empty() && given(&self.category).is_none();
+        if alone {
+            return lowest_price::Entity::find()
+                .select_only()
+                .columns([Column::ProductId, Column::Price])
+                .filter(self.price_row())
+                .into_query();
         }
+        let order = ProductOrder {
+            field: ProductOrderField::Price,
+            direction: OrderDirection::Asc,
+        };
+        self.matching_in(order)
+            .select_only()
+            .columns([Column::ProductId, Column::Price])
+            .into_query()
     }
 
     /// The price filters on one `lowest_prices` row: its currency, its

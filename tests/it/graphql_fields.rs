@@ -168,6 +168,7 @@ async fn required_arguments(app: &TestApp, key: &str) -> BTreeMap<String, String
         ("QueryRoot.nodes.ids", format!("[{}]", product["globalId"])),
         ("Product.priceSeries.currency", "\"RUB\"".to_owned()),
         ("Product.priceSeries.bucket", "DAY".to_owned()),
+        ("QueryRoot.productStats.currency", "\"RUB\"".to_owned()),
     ]
     .into_iter()
     .map(|(at, value)| (at.to_owned(), value))

@@ -57,6 +57,7 @@ mod poison;
 mod price_filters;
 mod price_series;
 mod product_orders;
+mod product_stats;
 mod rate_redis;
 mod release;
 mod rest_access;
