@@ -181,6 +181,27 @@ pub fn storable_time(time: &DateTime<Utc>) -> bool {
     (0..=9999).contains(&time.year())
 }
 
+/// A time range's bounds, when given, lie in years 0 to 9999 (those every
+/// database stores) and `from` is not after `to`.
+pub fn check_range(
+    from: Option<DateTime<Utc>>,
+    to: Option<DateTime<Utc>>,
+) -> Result<(), QueryError> {
+    for (name, time) in [("from", from), ("to", to)] {
+        if time.is_some_and(|t| !storable_time(&t)) {
+            return Err(QueryError::Invalid(format!(
+                "{name} must be a time in the years 0 to 9999 (UTC)"
+            )));
+        }
+    }
+    match (from, to) {
+        (Some(from), Some(to)) if from > to => {
+            Err(QueryError::Invalid("from must not be after to".into()))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Every given value of `texts` (parameter name, value) passes [`check_text`].
 /// A URL parameter `name`, given and not empty, must leave something to
 /// match once normalized ([`text::url_key`]): one that leaves nothing would

@@ -12,7 +12,7 @@ use super::offset_page;
 
 use super::keyset::{self, Key, Slice, Window};
 use super::order;
-use super::{Page, QueryError, check_texts, storable_time};
+use super::{Page, QueryError, check_range, check_texts};
 use crate::text;
 
 /// Filters of the price history, combined with AND; `from` and `to` are inclusive.
@@ -37,19 +37,7 @@ impl PriceHistoryFilter {
             to,
         } = self;
         check_texts(&[("country_code", country_code), ("region_code", region_code)])?;
-        for (name, time) in [("from", from), ("to", to)] {
-            if time.as_ref().is_some_and(|t| !storable_time(t)) {
-                return Err(QueryError::Invalid(format!(
-                    "{name} must be a time in the years 0 to 9999 (UTC)"
-                )));
-            }
-        }
-        match (self.from, self.to) {
-            (Some(from), Some(to)) if from > to => {
-                Err(QueryError::Invalid("from must not be after to".into()))
-            }
-            _ => Ok(()),
-        }
+        check_range(*from, *to)
     }
 
     fn condition(&self, product_id: Uuid) -> Condition {

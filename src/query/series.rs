@@ -16,7 +16,7 @@ use sea_orm::sea_query::{Alias, Expr, Order, Query};
 use sea_orm::{ColumnTrait, ConnectionTrait, DbBackend, DbErr, ExprTrait, FromQueryResult};
 use uuid::Uuid;
 
-use super::{QueryError, check_text, one_of, storable_time};
+use super::{QueryError, check_range, check_text, one_of};
 
 /// The span of time one point of a series covers, in UTC.
 #[derive(async_graphql::Enum, Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -46,19 +46,7 @@ impl SeriesArgs {
     /// years 0 to 9999 and `from` is not after `to`.
     pub fn validate(&self) -> Result<(), QueryError> {
         check_text("currency", &self.currency)?;
-        for (name, time) in [("from", &self.from), ("to", &self.to)] {
-            if time.as_ref().is_some_and(|t| !storable_time(t)) {
-                return Err(QueryError::Invalid(format!(
-                    "{name} must be a time in the years 0 to 9999 (UTC)"
-                )));
-            }
-        }
-        match (self.from, self.to) {
-            (Some(from), Some(to)) if from > to => {
-                Err(QueryError::Invalid("from must not be after to".into()))
-            }
-            _ => Ok(()),
-        }
+        check_range(self.from, self.to)
     }
 }
 
