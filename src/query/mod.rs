@@ -128,12 +128,17 @@ pub const MAX_TEXT_LEN: usize = 2048;
 /// [`MAX_TEXT_LEN`] characters. `name` is the parameter, for the message.
 /// Allocates nothing for a valid value.
 pub fn check_text(name: &str, value: &str) -> Result<(), QueryError> {
+    check_text_within(name, value, MAX_TEXT_LEN)
+}
+
+/// [`check_text`] with a bound of `max` characters.
+pub fn check_text_within(name: &str, value: &str, max: usize) -> Result<(), QueryError> {
     if value.as_bytes().contains(&0) {
         return Err(QueryError::Invalid(format!(
             "{name} must not contain a NUL character"
         )));
     }
-    check_length(name, value, MAX_TEXT_LEN)
+    check_length(name, value, max)
 }
 
 /// `value` holds at most `max` characters.

@@ -14,6 +14,7 @@ use uuid::Uuid;
 
 use crate::helpers::TestApp;
 use crate::helpers::graphql::{data, demo_app, error_code, nodes};
+use crate::helpers::uploads::{item, send, with};
 
 const PAGE: &str = "query($filter: ProductFilterInput, $order: ProductOrder,
         $first: Int, $after: String, $last: Int, $before: String) {
@@ -172,6 +173,37 @@ async fn price_needs_a_currency_and_a_cursor_pages_only_its_own_order() {
         error_code(&app, &key, PAGE, vars).await,
         "INVALID_PARAMETER"
     );
+}
+
+#[tokio::test]
+async fn names_of_the_longest_kind_page_by_cursors() {
+    let app = TestApp::spawn().await;
+    let key = app.key("acme").await;
+    // The longest name the merge takes (2,048 bytes), of the character JSON
+    // writes longest (six bytes, `\u0001`): its cursor is far longer than
+    // any other text argument.
+    let items: Vec<Value> = ["a", "b", "c"]
+        .iter()
+        .map(|last| {
+            let name = format!("{}{last}", "\u{1}".repeat(2047));
+            with(item(last), &["name"], json!(name))
+        })
+        .collect();
+    send(&app, &key, items).await;
+    app.jobs().tick().await.expect("merge");
+    let want = by_column(&app, "name", "ASC").await;
+    assert_eq!(want.len(), 3);
+    let order = json!({ "field": "NAME", "direction": "ASC" });
+    let (mut walked, mut after) = (Vec::new(), Value::Null);
+    for _ in &want {
+        let vars = json!({ "order": order, "first": 1, "after": after });
+        let page = data(&app, &key, PAGE, vars).await["products"].clone();
+        let node = &nodes(&page)[0];
+        walked.push(node["id"].as_str().unwrap().parse::<Uuid>().unwrap());
+        after = page["pageInfo"]["endCursor"].clone();
+        assert!(after.as_str().unwrap().len() > 16_000);
+    }
+    assert_eq!(walked, want);
 }
 
 /// Each order and the index a page of it walks.
