@@ -745,6 +745,10 @@ pub struct ListConfig {
     #[arg(long, env = "VITRINA_SERIES_MAX_BUCKETS", default_value_t = DEFAULT_SERIES_MAX_BUCKETS,
         value_parser = clap::value_parser!(u64).range(1..))]
     pub series_max_buckets: u64,
+    /// Movers one GraphQL `priceMovers` may return (its `first` at most).
+    #[arg(long, env = "VITRINA_MOVERS_MAX", default_value_t = DEFAULT_MOVERS_MAX,
+        value_parser = clap::value_parser!(u64).range(1..=i32::MAX as u64))]
+    pub movers_max: u64,
 }
 
 /// Entries a snapshot list keeps when `VITRINA_SNAPSHOT_MAX_ENTRIES` is not
@@ -781,6 +785,10 @@ pub const DEFAULT_PRODUCTS_TESTED_PAGE_WINDOW: u64 = 1_000;
 /// fewer points than that across.
 pub const DEFAULT_SERIES_MAX_BUCKETS: u64 = 1_000;
 
+/// Movers a `priceMovers` may return when `VITRINA_MOVERS_MAX` is not set:
+/// a dashboard's panel shows ten; each mover is a product read with it.
+pub const DEFAULT_MOVERS_MAX: u64 = 100;
+
 impl Default for ListConfig {
     fn default() -> Self {
         ListConfig {
@@ -790,6 +798,7 @@ impl Default for ListConfig {
             products_page_window: DEFAULT_PRODUCTS_PAGE_WINDOW,
             products_tested_page_window: DEFAULT_PRODUCTS_TESTED_PAGE_WINDOW,
             series_max_buckets: DEFAULT_SERIES_MAX_BUCKETS,
+            movers_max: DEFAULT_MOVERS_MAX,
         }
     }
 }

@@ -32,6 +32,7 @@ mod series;
 mod session;
 mod subscription;
 mod transport;
+mod trends;
 
 use std::sync::Arc;
 

@@ -15,16 +15,20 @@ use super::product::{
 };
 use super::reads::Reads;
 use super::seller::Seller;
+use super::series::PricePoint;
 use super::session::Me;
+use super::trends::{self, PriceMove};
 use crate::http::access;
 use crate::http::sized::TRUNCATED_HEADER;
+use crate::query::movers::MoveDirection;
 use crate::query::product_order::ProductOrder;
 use crate::query::products::ProductFilter;
 use crate::query::sellers::SellerLookup;
+use crate::query::series::TimeBucket;
 use crate::query::snapshots::{self, Bounds, Listed};
 use crate::query::stats::{self, ProductStats};
 use crate::query::{QueryError, products, sellers};
-use crate::views::{Allowance, BrandItem, CategoryItem};
+use crate::views::{Allowance, BrandItem, CategoryItem, Timestamp};
 
 pub struct QueryRoot;
 
@@ -86,6 +90,53 @@ impl QueryRoot {
         Ok(Reads::of(ctx)
             .run(|db| stats::product_stats(db, &filter, &currency))
             .await?)
+    }
+
+    /// A price index of the products matching `filter` that have a current
+    /// price in `currency` (a brand's or a category's price trend): per
+    /// bucket of UTC time, how many of them were observed in it, the lowest
+    /// and highest price observed, the mean of each product's mean price
+    /// (each product weighs the same, however often it was scraped), and
+    /// the means of each product's first (`open`) and last (`close`) price
+    /// in the bucket. A bucket with no observation is left out; `from` and
+    /// `to` bound the range (inclusive), and more buckets than
+    /// `VITRINA_SERIES_MAX_BUCKETS` are refused. It reads every matching
+    /// product's history in range: priced as a walk of the catalog's price
+    /// history, with the filter's own scans.
+    #[graphql(complexity = "super::scan_price::price_trend(&filter, child_complexity)")]
+    async fn price_index(
+        &self,
+        ctx: &Context<'_>,
+        filter: Option<ProductFilter>,
+        currency: String,
+        bucket: TimeBucket,
+        from: Option<Timestamp>,
+        to: Option<Timestamp>,
+    ) -> Result<Vec<PricePoint>> {
+        let filter = filter.unwrap_or_default();
+        let (from, to) = (from.map(|t| t.0), to.map(|t| t.0));
+        trends::price_index(ctx, filter, currency, bucket, from, to).await
+    }
+
+    /// The products matching `filter` whose price in `currency` moved most
+    /// since `since`, the biggest move first: `DROP` the largest falls,
+    /// `RISE` the largest rises; a product that did not move that way is
+    /// left out. `first`: 10 by default, at most `VITRINA_MOVERS_MAX` (100).
+    /// It reads every matching product's history in the currency: priced
+    /// as a walk of the catalog's price history, with the filter's own
+    /// scans, and the fields of each mover.
+    #[graphql(complexity = "super::scan_price::price_movers(&filter, first, child_complexity)")]
+    async fn price_movers(
+        &self,
+        ctx: &Context<'_>,
+        filter: Option<ProductFilter>,
+        currency: String,
+        since: Timestamp,
+        direction: MoveDirection,
+        first: Option<i32>,
+    ) -> Result<Vec<PriceMove>> {
+        let filter = filter.unwrap_or_default();
+        trends::price_movers(ctx, filter, currency, since.0, direction, first).await
     }
 
     /// One product by its internal id; NOT_FOUND when unknown.

@@ -25,6 +25,10 @@
 //!   narrow range may walk the whole catalog for a page: one point per
 //!   [`ROWS_PER_POINT`] products of the catalog (between the same floor
 //!   and ceiling), once per list that has one;
+//! - a trend (`priceIndex`, `priceMovers`) reads the history of every
+//!   product its filter matches, which may be the whole catalog's: one
+//!   point per [`ROWS_PER_POINT`] price observations (between the same
+//!   floor and ceiling), with a walk of the products' lowest prices;
 //! - a count of one parent's rows through the index on the parent (a
 //!   seller's products, a product's price history, an account's sessions, a
 //!   session's submissions): 1 point, plus one per [`ROWS_PER_POINT`] rows a
@@ -80,6 +84,8 @@ pub struct Prices {
     pub substring: usize,
     /// A price filter over the products.
     pub price_filter: usize,
+    /// A walk of the price history of many products (trends).
+    pub history_walk: usize,
     /// A count of one seller's products.
     pub seller_products: usize,
     /// A count of one product's price observations.
@@ -102,6 +108,7 @@ impl Prices {
                 .clamp(SCAN_FLOOR, SCAN_CEILING)
                 .saturating_mul(SUBSTRING_WEIGHT),
             price_filter: points(rows.products).clamp(SCAN_FLOOR, SCAN_CEILING),
+            history_walk: points(rows.price_observations).clamp(SCAN_FLOOR, SCAN_CEILING),
             seller_products: per_parent(rows.products, rows.sellers),
             product_history: per_parent(rows.price_observations, rows.products),
             account_sessions: per_parent(rows.scrape_sessions, rows.accounts),
@@ -223,6 +230,25 @@ pub fn product_stats(filter: &Option<ProductFilter>) -> usize {
     scans_of(filter, &prices)
         .saturating_add(prices.price_filter.saturating_mul(2))
         .min(MOST)
+}
+
+/// `priceIndex(filter)` and `priceMovers(filter)`: its filter's scans, a
+/// walk of the matching products' lowest prices, and one of their history
+/// (as much as the whole catalog's), and the fields of what it returns.
+pub fn price_trend(filter: &Option<ProductFilter>, child: usize) -> usize {
+    let prices = current();
+    scans_of(filter, &prices)
+        .saturating_add(prices.price_filter)
+        .saturating_add(prices.history_walk)
+        .saturating_add(child)
+        .min(MOST)
+}
+
+/// `priceMovers(filter)`: a trend, and the fields of each of its `first`
+/// movers (10 when not given).
+pub fn price_movers(filter: &Option<ProductFilter>, first: Option<i32>, child: usize) -> usize {
+    let movers = usize::try_from(first.unwrap_or(super::trends::DEFAULT_MOVERS)).unwrap_or(0);
+    price_trend(filter, child.saturating_mul(movers))
 }
 
 /// A seller's `productCount`.

@@ -9,8 +9,7 @@ use uuid::Uuid;
 use super::context;
 use super::error::gql;
 use super::reads::Reads;
-use crate::query::QueryError;
-use crate::query::series::{self, SeriesArgs};
+use crate::query::series::{self, SeriesArgs, too_many_buckets};
 use crate::views::Timestamp;
 
 /// One bucket of a price series: the observations in it.
@@ -65,11 +64,7 @@ pub async fn price_series(
         .map_err(gql)?
         .unwrap_or_default();
     if found.more {
-        return Err(QueryError::Invalid(format!(
-            "the series has more than {most} buckets, the most one may hold \
-             (VITRINA_SERIES_MAX_BUCKETS): narrow from and to, or take a larger bucket"
-        ))
-        .into());
+        return Err(too_many_buckets(most).into());
     }
     Ok(found.points.into_iter().map(PricePoint::from).collect())
 }

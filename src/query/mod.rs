@@ -11,6 +11,7 @@ pub mod counts;
 pub mod estimate;
 pub mod keyset;
 pub mod leading;
+pub mod movers;
 pub mod order;
 pub mod prices;
 pub mod product_order;

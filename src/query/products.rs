@@ -25,7 +25,9 @@ use super::counts::{self, Counting, TOTAL, Total};
 use super::keyset::{Slice, Window};
 use super::order::{self, Ordered};
 use super::product_order::{OrderDirection, ProductKey, ProductOrder, ProductOrderField};
-use super::{MAX_CONTAINS_LEN, Page, QueryError, check_length, check_texts, check_url, contains};
+use super::{
+    MAX_CONTAINS_LEN, Page, QueryError, check_length, check_text, check_texts, check_url, contains,
+};
 use crate::text;
 
 /// The filters of products (REST `GET /v1/products`, GraphQL `products`),
@@ -166,6 +168,26 @@ impl ProductFilter {
         }
     }
 
+    /// This filter narrowed to products with a current price in `currency`,
+    /// validated, for the figures of one currency (statistics, an index,
+    /// movers). A filter that names a currency must name this one.
+    pub fn priced_in(&self, currency: &str) -> Result<ProductFilter, QueryError> {
+        check_text("currency", currency)?;
+        if let Some(other) = given(&self.currency)
+            && other != currency
+        {
+            return Err(QueryError::Invalid(format!(
+                "filter.currency is {other} and currency {currency}: the figures are of one currency"
+            )));
+        }
+        let filter = ProductFilter {
+            currency: Some(currency.to_owned()),
+            ..self.clone()
+        };
+        filter.validate()?;
+        Ok(filter)
+    }
+
     /// Whether a page of this filter tests rows one by one as it walks the
     /// list: a substring, a price filter, or two of the broad filters
     /// (marketplace, trust status, category), which no one index orders
@@ -259,6 +281,15 @@ impl ProductFilter {
             .select_only()
             .columns([Column::ProductId, Column::Price])
             .into_query()
+    }
+
+    /// The ids of the matching products priced in the filter's currency:
+    /// [`ProductFilter::lowest_prices`] without the prices.
+    pub(super) fn priced_ids(&self) -> SelectStatement {
+        let mut ids = self.lowest_prices();
+        ids.clear_selects()
+            .column((lowest_price::Entity, lowest_price::Column::ProductId));
+        ids
     }
 
     /// The price filters on one `lowest_prices` row: its currency, its
@@ -637,6 +668,19 @@ pub async fn by_id(
     Ok(rows.products.pop().map(|product| (product, rows.related)))
 }
 
+/// The products of `ids` that exist, in no order, with what `with` asks
+/// for (one statement).
+pub async fn listed(
+    db: &(impl ConnectionTrait + StreamTrait),
+    ids: &[Uuid],
+    with: With,
+    budget: &ResponseBudget,
+) -> Result<(Vec<product::Model>, Related), QueryError> {
+    let select = product::Entity::find().filter(super::one_of(db, product::Column::Id, ids));
+    let rows = read(db, select, with, None, budget).await?;
+    Ok((rows.products, rows.related))
+}
+
 /// Whether product `id` exists (reading none of it).
 pub async fn exists(db: &impl ConnectionTrait, id: Uuid) -> Result<bool, DbErr> {
     use sea_orm::PaginatorTrait;
@@ -911,9 +955,8 @@ pub async fn by_ids(
     ids: &[Uuid],
     budget: &ResponseBudget,
 ) -> Result<HashMap<Uuid, product::Model>, QueryError> {
-    let select = product::Entity::find().filter(super::one_of(db, product::Column::Id, ids));
-    let rows = read(db, select, With::ROW, None, budget).await?;
-    Ok(rows.products.into_iter().map(|p| (p.id, p)).collect())
+    let (products, _) = listed(db, ids, With::ROW, budget).await?;
+    Ok(products.into_iter().map(|p| (p.id, p)).collect())
 }
 
 /// A product with everything its representations show.

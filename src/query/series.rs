@@ -12,10 +12,11 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, NaiveDateTime, Utc};
 use entity::price_observation;
-use sea_orm::sea_query::{Alias, Expr, Order, Query};
+use sea_orm::sea_query::{Alias, Expr, Order, Query, SelectStatement};
 use sea_orm::{ColumnTrait, ConnectionTrait, DbBackend, DbErr, ExprTrait, FromQueryResult};
 use uuid::Uuid;
 
+use super::products::ProductFilter;
 use super::{QueryError, check_range, check_text, one_of};
 
 /// The span of time one point of a series covers, in UTC.
@@ -73,6 +74,14 @@ pub struct Series {
     pub more: bool,
 }
 
+/// The refusal of a series or an index with more than `most` buckets.
+pub fn too_many_buckets(most: u64) -> QueryError {
+    QueryError::Invalid(format!(
+        "the series has more than {most} buckets, the most one may hold \
+         (VITRINA_SERIES_MAX_BUCKETS): narrow from and to, or take a larger bucket"
+    ))
+}
+
 /// The text of a bucket's first instant, `YYYY-MM-DDTHH:MM:SS` in UTC, from
 /// `recorded_at`.
 fn bucket_start(backend: DbBackend, bucket: TimeBucket) -> String {
@@ -103,9 +112,9 @@ fn bucket_start(backend: DbBackend, bucket: TimeBucket) -> String {
     }
 }
 
+/// One bucket's figures, as the statements below name them.
 #[derive(FromQueryResult)]
-struct Row {
-    product_id: Uuid,
+struct Bucketed {
     bucket: String,
     n: i64,
     low: f64,
@@ -115,17 +124,32 @@ struct Row {
     close: f64,
 }
 
-/// The series of each of `products` (absent when it has no observation in
-/// range), each cut after `args.most` buckets, in one statement.
-pub async fn series(
-    db: &impl ConnectionTrait,
-    products: &[Uuid],
-    args: &SeriesArgs,
-) -> Result<HashMap<Uuid, Series>, QueryError> {
+impl Bucketed {
+    fn point(self) -> Result<PricePoint, DbErr> {
+        Ok(PricePoint {
+            start: parse_start(&self.bucket)?,
+            count: self.n,
+            min: self.low,
+            max: self.high,
+            avg: self.mean,
+            open: self.open,
+            close: self.close,
+        })
+    }
+}
+
+#[derive(FromQueryResult)]
+struct Row {
+    product_id: Uuid,
+    #[sea_orm(nested)]
+    point: Bucketed,
+}
+
+/// Per product of `products` (a condition on `price_observations`) and
+/// bucket of its observations in the currency and range of `args`: the
+/// figures of a [`Bucketed`] and `product_id`.
+fn product_buckets(backend: DbBackend, products: Expr, args: &SeriesArgs) -> SelectStatement {
     use price_observation::Column;
-    args.validate()?;
-    let most = args.most;
-    let backend = db.get_database_backend();
     let bucket = bucket_start(backend, args.bucket);
     let partition = format!("PARTITION BY product_id, {bucket}");
     let mut observed = Query::select();
@@ -146,7 +170,7 @@ pub async fn series(
             Alias::new("last_price"),
         )
         .from(price_observation::Entity)
-        .cond_where(one_of(db, Column::ProductId, products))
+        .and_where(products)
         .and_where(Column::Currency.eq(args.currency.as_str()));
     if let Some(from) = args.from {
         observed.and_where(Column::RecordedAt.gte(from));
@@ -154,8 +178,7 @@ pub async fn series(
     if let Some(to) = args.to {
         observed.and_where(Column::RecordedAt.lte(to));
     }
-    let mut buckets = Query::select();
-    buckets
+    Query::select()
         .column(Alias::new("product_id"))
         .column(Alias::new("bucket"))
         .expr_as(Expr::cust("COUNT(*)"), Alias::new("n"))
@@ -164,33 +187,43 @@ pub async fn series(
         .expr_as(Expr::cust("AVG(price)"), Alias::new("mean"))
         .expr_as(Expr::cust("MIN(first_price)"), Alias::new("open"))
         .expr_as(Expr::cust("MIN(last_price)"), Alias::new("close"))
-        .expr_as(
-            Expr::cust("ROW_NUMBER() OVER (PARTITION BY product_id ORDER BY bucket)"),
-            Alias::new("nth"),
-        )
         .from_subquery(observed, Alias::new("observed"))
         .group_by_col(Alias::new("product_id"))
-        .group_by_col(Alias::new("bucket"));
-    // One bucket past the most tells a series that has more.
-    let limit = i64::try_from(most.saturating_add(1)).unwrap_or(i64::MAX);
+        .group_by_col(Alias::new("bucket"))
+        .to_owned()
+}
+
+/// One bucket past the most, which tells a series that has more.
+fn one_past(most: u64) -> i64 {
+    i64::try_from(most.saturating_add(1)).unwrap_or(i64::MAX)
+}
+
+/// The series of each of `products` (absent when it has no observation in
+/// range), each cut after `args.most` buckets, in one statement.
+pub async fn series(
+    db: &impl ConnectionTrait,
+    products: &[Uuid],
+    args: &SeriesArgs,
+) -> Result<HashMap<Uuid, Series>, QueryError> {
+    args.validate()?;
+    let most = args.most;
+    let backend = db.get_database_backend();
+    let mut buckets = product_buckets(
+        backend,
+        one_of(db, price_observation::Column::ProductId, products),
+        args,
+    );
+    buckets.expr_as(
+        Expr::cust("ROW_NUMBER() OVER (PARTITION BY product_id ORDER BY bucket)"),
+        Alias::new("nth"),
+    );
     let mut kept = Query::select();
-    kept.columns(
-        [
-            "product_id",
-            "bucket",
-            "n",
-            "low",
-            "high",
-            "mean",
-            "open",
-            "close",
-        ]
-        .map(Alias::new),
-    )
-    .from_subquery(buckets, Alias::new("buckets"))
-    .and_where(Expr::col(Alias::new("nth")).lte(limit))
-    .order_by(Alias::new("product_id"), Order::Asc)
-    .order_by(Alias::new("bucket"), Order::Asc);
+    kept.columns(FIGURES.map(Alias::new))
+        .column(Alias::new("product_id"))
+        .from_subquery(buckets, Alias::new("buckets"))
+        .and_where(Expr::col(Alias::new("nth")).lte(one_past(most)))
+        .order_by(Alias::new("product_id"), Order::Asc)
+        .order_by(Alias::new("bucket"), Order::Asc);
     let rows = Row::find_by_statement(backend.build(&kept)).all(db).await?;
     let mut out: HashMap<Uuid, Series> = HashMap::new();
     for row in rows {
@@ -199,17 +232,56 @@ pub async fn series(
             series.more = true;
             continue;
         }
-        series.points.push(PricePoint {
-            start: parse_start(&row.bucket)?,
-            count: row.n,
-            min: row.low,
-            max: row.high,
-            avg: row.mean,
-            open: row.open,
-            close: row.close,
-        });
+        series.points.push(row.point.point()?);
     }
     Ok(out)
+}
+
+/// The columns of a [`Bucketed`].
+const FIGURES: [&str; 7] = ["bucket", "n", "low", "high", "mean", "open", "close"];
+
+/// The price index of the products `filter` matches that have a current
+/// price in the currency of `args` (as `productStats` counts them): per
+/// bucket, how many of them were observed, the lowest and highest price
+/// observed, the mean of each product's mean price (each product weighs
+/// the same, however often it was scraped), and the means of each
+/// product's first and last price in the bucket. Cut after `args.most`
+/// buckets, as a series is.
+pub async fn price_index(
+    db: &impl ConnectionTrait,
+    filter: &ProductFilter,
+    args: &SeriesArgs,
+) -> Result<Series, QueryError> {
+    args.validate()?;
+    let filter = filter.priced_in(&args.currency)?;
+    let backend = db.get_database_backend();
+    let products = price_observation::Column::ProductId.in_subquery(filter.priced_ids());
+    let per_bucket = Query::select()
+        .column(Alias::new("bucket"))
+        .expr_as(Expr::cust("COUNT(*)"), Alias::new("n"))
+        .expr_as(Expr::cust("MIN(low)"), Alias::new("low"))
+        .expr_as(Expr::cust("MAX(high)"), Alias::new("high"))
+        .expr_as(Expr::cust("AVG(mean)"), Alias::new("mean"))
+        .expr_as(Expr::cust("AVG(open)"), Alias::new("open"))
+        .expr_as(Expr::cust("AVG(close)"), Alias::new("close"))
+        .from_subquery(
+            product_buckets(backend, products, args),
+            Alias::new("buckets"),
+        )
+        .group_by_col(Alias::new("bucket"))
+        .order_by(Alias::new("bucket"), Order::Asc)
+        .limit(one_past(args.most) as u64)
+        .to_owned();
+    let rows = Bucketed::find_by_statement(backend.build(&per_bucket))
+        .all(db)
+        .await?;
+    let more = rows.len() as u64 > args.most;
+    let points = rows
+        .into_iter()
+        .take(usize::try_from(args.most).unwrap_or(usize::MAX))
+        .map(Bucketed::point)
+        .collect::<Result<_, _>>()?;
+    Ok(Series { points, more })
 }
 
 fn parse_start(text: &str) -> Result<DateTime<Utc>, DbErr> {

@@ -8,8 +8,8 @@
 use sea_orm::sea_query::{Alias, Expr, Order, Query};
 use sea_orm::{ConnectionTrait, FromQueryResult};
 
+use super::QueryError;
 use super::products::ProductFilter;
-use super::{QueryError, check_text};
 
 /// Statistics of the lowest current prices of matching products in one
 /// currency; the prices are null when no matching product has one.
@@ -48,19 +48,7 @@ pub async fn product_stats(
     filter: &ProductFilter,
     currency: &str,
 ) -> Result<ProductStats, QueryError> {
-    check_text("currency", currency)?;
-    if let Some(other) = filter.currency.as_deref().filter(|c| !c.is_empty())
-        && other != currency
-    {
-        return Err(QueryError::Invalid(format!(
-            "filter.currency is {other} and currency {currency}: the statistics are of one currency"
-        )));
-    }
-    let filter = ProductFilter {
-        currency: Some(currency.to_owned()),
-        ..filter.clone()
-    };
-    filter.validate()?;
+    let filter = filter.priced_in(currency)?;
     let backend = db.get_database_backend();
     let matched = Alias::new("matched");
 

@@ -169,6 +169,15 @@ async fn required_arguments(app: &TestApp, key: &str) -> BTreeMap<String, String
         ("Product.priceSeries.currency", "\"RUB\"".to_owned()),
         ("Product.priceSeries.bucket", "DAY".to_owned()),
         ("QueryRoot.productStats.currency", "\"RUB\"".to_owned()),
+        ("QueryRoot.priceIndex.currency", "\"RUB\"".to_owned()),
+        ("QueryRoot.priceIndex.bucket", "DAY".to_owned()),
+        ("QueryRoot.priceMovers.currency", "\"RUB\"".to_owned()),
+        // Before every observation: each product moved from its first price.
+        (
+            "QueryRoot.priceMovers.since",
+            "\"2000-01-01T00:00:00Z\"".to_owned(),
+        ),
+        ("QueryRoot.priceMovers.direction", "DROP".to_owned()),
     ]
     .into_iter()
     .map(|(at, value)| (at.to_owned(), value))

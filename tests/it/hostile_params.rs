@@ -807,6 +807,7 @@ fn required_value(
         }
         _ if name == "UUID" => format!("\"{}\"", w.product),
         _ if name == "String" && argument["name"] == "currency" => "\"RUB\"".into(),
+        _ if name == "DateTime" => "\"2026-01-01T00:00:00Z\"".into(),
         _ => panic!("a required argument this test cannot fill: {argument}"),
     }
 }

@@ -56,6 +56,7 @@ mod playground_cdn;
 mod poison;
 mod price_filters;
 mod price_series;
+mod price_trends;
 mod product_orders;
 mod product_stats;
 mod rate_redis;

@@ -64,7 +64,7 @@ async fn paged(app: &TestApp, key: &str, order: &Value, filter: &Value) -> Vec<U
 }
 
 /// Each product's lowest current price in `currency`, from the stored rows.
-async fn lowest_in(app: &TestApp, currency: &str) -> HashMap<Uuid, f64> {
+pub async fn lowest_in(app: &TestApp, currency: &str) -> HashMap<Uuid, f64> {
     let mut lowest: HashMap<Uuid, f64> = HashMap::new();
     for p in current_price::Entity::find().all(&app.db).await.unwrap() {
         if p.currency == currency {
