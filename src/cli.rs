@@ -16,7 +16,7 @@ use std::time::Duration;
 use crate::clock::{SharedClock, SystemClock};
 use crate::config::{DatabaseConfig, ServeConfig};
 use crate::error::Error;
-use crate::events::SessionEvents;
+use crate::events::Events;
 use crate::jobs::scheduler::Jobs;
 use crate::seed::{self, Progress, SeedOptions};
 use crate::server;
@@ -162,7 +162,7 @@ impl Cli {
                     &settings,
                     &public_url,
                     Sender::new(&settings.webhooks)?,
-                    SessionEvents::default(),
+                    Events::default(),
                 );
                 let report = jobs.tick().await?;
                 println!("{report}");

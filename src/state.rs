@@ -12,7 +12,7 @@ use sea_orm::DatabaseConnection;
 
 use crate::clock::SharedClock;
 use crate::config::Settings;
-use crate::events::SessionEvents;
+use crate::events::Events;
 use crate::limits::{DbTimeBudget, RateLimiter};
 use crate::webhooks::Sender;
 use revocations::Revocations;
@@ -29,7 +29,7 @@ pub struct AppState {
     /// The database time each account used this minute.
     pub db_time: Arc<DbTimeBudget>,
     /// Live session progress for GraphQL subscriptions.
-    pub events: SessionEvents,
+    pub events: Events,
     /// The keys of open WebSockets, watched for revocation.
     pub revocations: Arc<Revocations>,
     /// Under `serve --demo`: the demo key, filled into GraphiQL and the
@@ -64,7 +64,7 @@ impl AppState {
                 settings.limits.db_time_burst_ms,
             )),
             events: {
-                let events = SessionEvents::default();
+                let events = Events::default();
                 events.listen(&db);
                 events
             },

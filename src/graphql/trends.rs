@@ -53,6 +53,8 @@ pub async fn price_index(
 pub struct PriceMove {
     /// The product that moved.
     pub product: Inline<Product>,
+    /// The currency of both prices.
+    pub currency: String,
     /// Its lowest price at `since`, across its variants: each variant's
     /// last observation at or before `since`, or its first after it.
     pub before: f64,
@@ -106,13 +108,21 @@ pub async fn price_movers(
         .filter_map(|m| {
             // A product removed between the two reads is left out.
             let product = by_id.remove(&m.product_id)?;
-            Some(PriceMove {
-                product: inline(product),
-                before: m.before,
-                after: m.after,
-                change_percent: m.change_percent,
-                changed_at: m.changed_at.into(),
-            })
+            Some(PriceMove::of(m, inline(product)))
         })
         .collect())
+}
+
+impl PriceMove {
+    /// `price`, a move of `product`.
+    pub fn of(price: movers::PriceMove, product: Inline<Product>) -> Self {
+        PriceMove {
+            product,
+            currency: price.currency,
+            before: price.before,
+            after: price.after,
+            change_percent: price.change_percent,
+            changed_at: price.changed_at.into(),
+        }
+    }
 }

@@ -17,7 +17,7 @@ use super::retention::{self, Retention, RetentionSettings};
 use super::snapshots;
 use crate::clock::Clock;
 use crate::config::Settings;
-use crate::events::SessionEvents;
+use crate::events::Events;
 use crate::webhooks::{DeliveryReport, Sender};
 
 /// Everything a tick needs.
@@ -30,7 +30,7 @@ pub struct Jobs {
     /// How much of each list a snapshot keeps.
     pub snapshots: snapshots::Kept,
     pub sender: Sender,
-    pub events: SessionEvents,
+    pub events: Events,
     /// Merge batches a database fault cut short and this worker could not
     /// hand back yet: its next tick does, first of all.
     pub unreturned: Unreturned,
@@ -84,7 +84,7 @@ impl Jobs {
         settings: &Settings,
         public_url: &str,
         sender: Sender,
-        events: SessionEvents,
+        events: Events,
     ) -> Self {
         let jobs = &settings.jobs;
         Jobs {

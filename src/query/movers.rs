@@ -15,6 +15,7 @@ use chrono::{DateTime, Utc};
 use entity::price_observation;
 use sea_orm::sea_query::{Alias, Expr, Order, Query, SelectStatement, UnionType};
 use sea_orm::{ColumnTrait, ConnectionTrait, ExprTrait, FromQueryResult};
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::products::ProductFilter;
@@ -40,9 +41,11 @@ pub struct MoversArgs {
 }
 
 /// One product's move.
-#[derive(Debug, Clone, PartialEq, FromQueryResult)]
+#[derive(Debug, Clone, PartialEq, FromQueryResult, Serialize, Deserialize)]
 pub struct PriceMove {
     pub product_id: Uuid,
+    /// The currency of both prices.
+    pub currency: String,
     /// Its price at `since`, or when first seen after it.
     pub before: f64,
     /// Its lowest current price.
@@ -138,6 +141,7 @@ pub async fn price_movers(
     };
     let movers = Query::select()
         .expr_as(Expr::cust("cur.product_id"), Alias::new("product_id"))
+        .expr_as(Expr::val(args.currency.as_str()), Alias::new("currency"))
         .expr_as(Expr::cust("past.price"), Alias::new("before"))
         .expr_as(Expr::cust("cur.price"), Alias::new("after"))
         .expr_as(Expr::cust(change), Alias::new("change_percent"))

@@ -664,7 +664,20 @@ pub async fn by_id(
     with: With,
     budget: &ResponseBudget,
 ) -> Result<Option<(product::Model, Related)>, QueryError> {
-    let mut rows = read(db, product::Entity::find_by_id(id), with, None, budget).await?;
+    matching_one(db, &ProductFilter::default(), id, with, budget).await
+}
+
+/// Product `id` if `filter` matches it, with what `with` asks for (one
+/// statement).
+pub async fn matching_one(
+    db: &(impl ConnectionTrait + StreamTrait),
+    filter: &ProductFilter,
+    id: Uuid,
+    with: With,
+    budget: &ResponseBudget,
+) -> Result<Option<(product::Model, Related)>, QueryError> {
+    let select = filter.matching().filter(product::Column::Id.eq(id));
+    let mut rows = read(db, select, with, None, budget).await?;
     Ok(rows.products.pop().map(|product| (product, rows.related)))
 }
 

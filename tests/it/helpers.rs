@@ -355,6 +355,11 @@ impl TestApp {
     /// `settings`, its own in-process state and a clock at this app's time:
     /// a second replica, or the service after a restart.
     pub async fn replica(&self, settings: Settings) -> SocketAddr {
+        self.replica_with_state(settings).await.0
+    }
+
+    /// [`TestApp::replica`], with its state.
+    pub async fn replica_with_state(&self, settings: Settings) -> (SocketAddr, AppState) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind loopback");
@@ -368,10 +373,10 @@ impl TestApp {
         .expect("state");
         tokio::spawn(vitrina::server::serve(
             listener,
-            state,
+            state.clone(),
             std::future::pending(),
         ));
-        addr
+        (addr, state)
     }
 
     /// The background jobs over this app's database and clock.

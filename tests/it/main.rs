@@ -54,6 +54,7 @@ mod pipeline;
 mod playground;
 mod playground_cdn;
 mod poison;
+mod price_changed;
 mod price_filters;
 mod price_series;
 mod price_trends;

@@ -23,13 +23,18 @@ pub async fn open(app: &TestApp) -> Socket {
 
 /// Opens `/graphql/ws` of the server at `addr` (a binary the test started).
 pub async fn open_at(addr: std::net::SocketAddr) -> Socket {
+    open_speaking(addr, "graphql-transport-ws").await
+}
+
+/// Opens `/graphql/ws` of the server at `addr` in `protocol`
+/// (`graphql-transport-ws`, or the older `graphql-ws`).
+pub async fn open_speaking(addr: std::net::SocketAddr, protocol: &str) -> Socket {
     let mut request = format!("ws://{addr}/graphql/ws")
         .into_client_request()
         .unwrap();
-    request.headers_mut().insert(
-        "Sec-WebSocket-Protocol",
-        "graphql-transport-ws".parse().unwrap(),
-    );
+    request
+        .headers_mut()
+        .insert("Sec-WebSocket-Protocol", protocol.parse().unwrap());
     let (socket, _) = tokio_tungstenite::connect_async(request)
         .await
         .expect("websocket");

@@ -45,7 +45,9 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::item::{ScrapedItem, ScrapedPrice};
+use super::price_moves::Lowest;
 use super::{limits, size};
+use crate::query::movers::PriceMove;
 use crate::text::{self, SearchKeys};
 
 /// The language the marketplaces publish in; it becomes the default once seen.
@@ -64,22 +66,29 @@ pub enum Outcome {
 }
 
 /// Merges `item` (observed at `observed_at`) from a session of `account_id`,
-/// keeping its product within `max_product_bytes` of JSON.
+/// keeping its product within `max_product_bytes` of JSON. With what it
+/// did, the moves of the product's lowest prices it made (none when it is
+/// rejected, or the product is new).
 pub async fn apply(
     db: &(impl ConnectionTrait + StreamTrait),
     item: &ScrapedItem,
     account_id: Uuid,
     observed_at: DateTime<Utc>,
     max_product_bytes: u64,
-) -> Result<Outcome, DbErr> {
+) -> Result<(Outcome, Vec<PriceMove>), DbErr> {
     let seller = upsert_seller(db, item, observed_at).await?;
     let (mut product, created) = find_or_create_product(db, item, seller.id, observed_at).await?;
     let newest = created || observed_at >= product.last_seen_at;
     if !created
         && let Some(reason) = merge_content(db, &mut product, item, observed_at, newest).await?
     {
-        return Ok(Outcome::Rejected(reason));
+        return Ok((Outcome::Rejected(reason), vec![]));
     }
+    let watched = !created && !item.prices.is_empty();
+    let before = match watched {
+        true => Lowest::of(db, product.id).await?,
+        false => Lowest::none(),
+    };
     if newest {
         product.url = text::normalize_url(&item.url);
         product.brand = item.brand.clone();
@@ -98,6 +107,10 @@ pub async fn apply(
             flag.get_or_insert(reason);
         }
     }
+    let moves = match watched {
+        true => before.moves_to(&Lowest::of(db, product.id).await?, product.id, observed_at),
+        false => vec![],
+    };
     replace_special_prices(db, product.id, item).await?;
     reindex(db, &mut product).await?;
 
@@ -121,12 +134,13 @@ pub async fn apply(
     let id = product.id;
     product.into_active_model().reset_all().update(db).await?;
     if let Some(reason) = size::record(db, id, max_product_bytes).await? {
-        return Ok(Outcome::Rejected(reason));
+        return Ok((Outcome::Rejected(reason), vec![]));
     }
-    Ok(match flag {
+    let outcome = match flag {
         Some(reason) => Outcome::Flagged(id, reason),
         None => Outcome::Merged(id),
-    })
+    };
+    Ok((outcome, moves))
 }
 
 async fn upsert_seller(

@@ -335,6 +335,30 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn the_cursor_of_the_longest_name_written_the_longest_way_is_accepted() {
+        use crate::query::QueryError;
+        use crate::query::keyset::{Key, MAX_CURSOR_LEN};
+        use crate::query::product_order::{
+            OrderDirection, ProductKey, ProductOrder, ProductOrderField, Sorted,
+        };
+        let order = ProductOrder {
+            field: ProductOrderField::Name,
+            direction: OrderDirection::Desc,
+        };
+        // A control character is the longest a byte of JSON text gets.
+        let name = Sorted::Text("\u{1}".repeat(NAME));
+        let key = ProductKey::Ordered(order, name, uuid::Uuid::max());
+        let encoded = key.encode();
+        assert!(encoded.len() > 4 * 6 * NAME / 3, "{}", encoded.len());
+        assert!(ProductKey::decode("after", &encoded).is_ok());
+        let longer = "A".repeat(MAX_CURSOR_LEN + 1);
+        match ProductKey::decode("after", &longer) {
+            Err(QueryError::Invalid(message)) => assert!(message.contains("at most"), "{message}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
     fn a_nul_is_found_in_nested_values_and_keys_with_its_path() {
         let nested = json!({ "stats": { "reviews": [1, { "text": "a\u{0}" }] } });
         assert_eq!(

@@ -28,6 +28,7 @@ mod fault;
 mod hand_back;
 pub mod item;
 pub mod limits;
+mod price_moves;
 pub mod size;
 
 use chrono::{DateTime, TimeDelta, Utc};
@@ -42,7 +43,8 @@ use uuid::Uuid;
 
 use super::completion;
 use crate::clock::Clock;
-use crate::events::SessionEvents;
+use crate::events::Events;
+use crate::query::movers::PriceMove;
 use apply::Outcome;
 use fault::Fault;
 use hand_back::Batch;
@@ -163,7 +165,7 @@ pub async fn run_pass(
     db: &DatabaseConnection,
     clock: &dyn Clock,
     settings: &MergeSettings,
-    events: &SessionEvents,
+    events: &Events,
 ) -> Result<MergeReport, DbErr> {
     let unreturned = Unreturned::default();
     run_pass_until(db, clock, settings, events, &unreturned, &|| false).await
@@ -180,7 +182,7 @@ pub async fn run_pass_until(
     db: &DatabaseConnection,
     clock: &dyn Clock,
     settings: &MergeSettings,
-    events: &SessionEvents,
+    events: &Events,
     unreturned: &Unreturned,
     stop: &(dyn Fn() -> bool + Sync),
 ) -> Result<MergeReport, DbErr> {
@@ -227,7 +229,7 @@ async fn merge_one(
     db: &DatabaseConnection,
     clock: &dyn Clock,
     settings: &MergeSettings,
-    events: &SessionEvents,
+    events: &Events,
     claimed: &Claimed,
     report: &mut MergeReport,
 ) -> Result<(), Cut> {
@@ -265,7 +267,7 @@ async fn finish(
     db: &DatabaseConnection,
     clock: &dyn Clock,
     settings: &MergeSettings,
-    events: &SessionEvents,
+    events: &Events,
     claimed: &Claimed,
     rejected: Option<String>,
     report: &mut MergeReport,
@@ -283,8 +285,8 @@ async fn finish(
             .item()
             .and_then(|item| ScrapedItem::parse(item, now))
     };
-    let outcome = match rejected.map_or_else(read, Err) {
-        Err(reason) => Outcome::Rejected(reason),
+    let (outcome, moves) = match rejected.map_or_else(read, Err) {
+        Err(reason) => (Outcome::Rejected(reason), vec![]),
         Ok(item) => {
             let observed_at = item.observed_at.unwrap_or(claimed.created_at);
             let max = settings.max_product_bytes;
@@ -317,7 +319,8 @@ async fn finish(
     }
     let completed = completion::after_change(&txn, &session, &settings.public_url, now).await?;
     txn.commit().await?;
-    events.publish(db, session.id).await;
+    events.session_changed(db, session.id).await;
+    events.prices_moved(db, moves).await;
     crate::metrics::merge_finished(status);
     match status {
         SubmissionStatus::Merged => report.merged += 1,
@@ -357,21 +360,22 @@ async fn apply_alone(
     account_id: uuid::Uuid,
     observed_at: DateTime<Utc>,
     max_product_bytes: u64,
-) -> Result<Outcome, DbErr> {
+) -> Result<(Outcome, Vec<PriceMove>), DbErr> {
     let savepoint = txn.begin().await?;
     let applied = apply::apply(&savepoint, item, account_id, observed_at, max_product_bytes);
-    let outcome = match applied.await {
-        Err(e) if fault::classify(&e) == Fault::Item => {
-            Outcome::Rejected(format!("could not be stored: {e}"))
-        }
+    let (outcome, moves) = match applied.await {
+        Err(e) if fault::classify(&e) == Fault::Item => (
+            Outcome::Rejected(format!("could not be stored: {e}")),
+            vec![],
+        ),
         Err(e) => return Err(e),
-        Ok(outcome) => outcome,
+        Ok(applied) => applied,
     };
     match outcome {
         Outcome::Rejected(_) => savepoint.rollback().await?,
         _ => savepoint.commit().await?,
     }
-    Ok(outcome)
+    Ok((outcome, moves))
 }
 
 /// `reason` cut to `MAX_REASON` bytes on a character boundary.
