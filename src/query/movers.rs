@@ -14,7 +14,7 @@
 use chrono::{DateTime, Utc};
 use entity::price_observation;
 use sea_orm::sea_query::{Alias, Expr, Order, Query, SelectStatement, UnionType};
-use sea_orm::{ColumnTrait, ConnectionTrait, ExprTrait, FromQueryResult};
+use sea_orm::{ColumnTrait, Condition, ConnectionTrait, ExprTrait, FromQueryResult};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -56,11 +56,26 @@ pub struct PriceMove {
     pub changed_at: DateTime<Utc>,
 }
 
-/// The observations in the currency of the matching products, `side` 0 at
-/// or before `since` (`nth` 1 the last) and 1 after it (`nth` 1 the first),
-/// ranked within each variant.
+/// The observations in the currency of the matching products observed
+/// after `since` (only they can have moved), `side` 0 at or before `since`
+/// (`nth` 1 the last) and 1 after it (`nth` 1 the first), ranked within
+/// each variant. The products are found from the observations after
+/// `since` (`price_observations_age`, a range of the recent history), and
+/// each one's older history through `price_observations_history`.
 fn ranked(matched: &SelectStatement, args: &MoversArgs) -> SelectStatement {
     use price_observation::Column;
+    let recent = || {
+        Condition::all()
+            .add(Column::RecordedAt.gt(args.since))
+            .add(Column::Currency.eq(args.currency.as_str()))
+    };
+    let mut moved = Query::select();
+    moved
+        .distinct()
+        .column(Column::ProductId)
+        .from(price_observation::Entity)
+        .cond_where(recent())
+        .and_where(Column::ProductId.in_subquery(matched.clone()));
     let variant = "PARTITION BY product_id, country_code, region_code, user_auth_status";
     let side = |side: i32, order: &str| {
         let mut select = Query::select();
@@ -76,15 +91,18 @@ fn ranked(matched: &SelectStatement, args: &MoversArgs) -> SelectStatement {
                 Expr::cust(format!("ROW_NUMBER() OVER ({variant} ORDER BY {order})")),
                 Alias::new("nth"),
             )
-            .from(price_observation::Entity)
-            .and_where(Column::ProductId.in_subquery(matched.clone()))
-            .and_where(Column::Currency.eq(args.currency.as_str()));
+            .from(price_observation::Entity);
         select
     };
     let mut before = side(0, "recorded_at DESC, id DESC");
-    before.and_where(Column::RecordedAt.lte(args.since));
+    before
+        .and_where(Column::ProductId.in_subquery(moved))
+        .and_where(Column::Currency.eq(args.currency.as_str()))
+        .and_where(Column::RecordedAt.lte(args.since));
     let mut after = side(1, "recorded_at, id");
-    after.and_where(Column::RecordedAt.gt(args.since));
+    after
+        .cond_where(recent())
+        .and_where(Column::ProductId.in_subquery(matched.clone()));
     before.union(UnionType::All, after).to_owned()
 }
 
