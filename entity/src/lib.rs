@@ -34,4 +34,4 @@ pub use enums::{
     DeliveryStatus, Marketplace, SessionStatus, SubmissionStatus, SubscriptionStatus, TrustStatus,
     UserAuthStatus,
 };
-pub use values::StringList;
+pub use values::{PriceFilter, StringList};

@@ -13,3 +13,21 @@ impl From<Vec<String>> for StringList {
         StringList(v)
     }
 }
+
+/// Which price changes a webhook subscription receives: those of products
+/// of any of `brands` (compared folded, as the products filter compares
+/// them), any of `product_ids` and any of `marketplaces` (an empty list
+/// does not narrow), by at least `min_change_percent` either way.
+#[derive(
+    Debug, Clone, Default, PartialEq, Serialize, Deserialize, FromJsonQueryResult, utoipa::ToSchema,
+)]
+pub struct PriceFilter {
+    #[serde(default)]
+    pub brands: Vec<String>,
+    #[serde(default)]
+    pub product_ids: Vec<uuid::Uuid>,
+    #[serde(default)]
+    pub marketplaces: Vec<crate::Marketplace>,
+    #[serde(default)]
+    pub min_change_percent: f64,
+}

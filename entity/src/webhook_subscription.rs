@@ -1,6 +1,6 @@
 //! Webhook subscriptions of an account.
 
-use crate::SubscriptionStatus;
+use crate::{PriceFilter, SubscriptionStatus};
 use sea_orm::entity::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, DeriveEntityModel)]
@@ -20,6 +20,11 @@ pub struct Model {
     pub consecutive_failures: i32,
     pub created_at: DateTimeUtc,
     pub disabled_at: Option<DateTimeUtc>,
+    /// Receives `scrape_session.completed`.
+    pub session_events: bool,
+    /// Receives `product.price_changed`, of the prices `price_filter` picks.
+    pub price_events: bool,
+    pub price_filter: Option<PriceFilter>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -12,7 +12,7 @@ use crate::clock::Clock;
 use crate::config::WebhookConfig;
 use crate::error::Error;
 use crate::webhooks::retry::Outcome;
-use crate::webhooks::subscriptions::{self, Disabling, SubscriptionError};
+use crate::webhooks::subscriptions::{self, Disabling, Interests, SubscriptionError};
 use crate::webhooks::target::TargetPolicy;
 use crate::webhooks::{Sender, ping, redelivery, rotation};
 
@@ -87,9 +87,16 @@ pub async fn run(
         } => {
             let owner = account_named(conn, &account).await?;
             let policy = TargetPolicy::from(&config);
-            let created = subscriptions::create(conn, owner.id, &url, policy, clock.now())
-                .await
-                .map_err(operator_error)?;
+            let created = subscriptions::create(
+                conn,
+                owner.id,
+                &url,
+                Interests::default(),
+                policy,
+                clock.now(),
+            )
+            .await
+            .map_err(operator_error)?;
             println!(
                 "created webhook subscription {} for account {} -> {}",
                 created.id, owner.name, created.target_url

@@ -13,7 +13,9 @@ use axum::http::StatusCode;
 use axum::routing::{delete, get, post};
 use axum::{Extension, Json, Router};
 use chrono::{DateTime, Utc};
-use entity::{DeliveryStatus, SubscriptionStatus, webhook_attempt, webhook_subscription};
+use entity::{
+    DeliveryStatus, PriceFilter, SubscriptionStatus, webhook_attempt, webhook_subscription,
+};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -25,7 +27,7 @@ use crate::rest::params::{self, PathId, PathIds};
 use crate::state::AppState;
 use crate::views::envelope;
 use crate::webhooks::ping::{self, PingReport};
-use crate::webhooks::subscriptions::{self, DeliveryLog, SubscriptionError};
+use crate::webhooks::subscriptions::{self, DeliveryLog, Interests, SubscriptionError};
 use crate::webhooks::target::TargetPolicy;
 use crate::webhooks::{redelivery, rotation};
 
@@ -77,6 +79,11 @@ envelope!(
 pub struct Subscription {
     id: Uuid,
     url: String,
+    /// The events it receives: `scrape_session.completed`, `product.price_changed`.
+    events: Vec<&'static str>,
+    /// Which price changes it receives; null when it receives none.
+    #[schema(required = true)]
+    filter: Option<PriceFilter>,
     status: SubscriptionStatus,
     consecutive_failures: i32,
     created_at: DateTime<Utc>,
@@ -87,6 +94,8 @@ pub struct Subscription {
 impl From<webhook_subscription::Model> for Subscription {
     fn from(s: webhook_subscription::Model) -> Self {
         Subscription {
+            events: Interests::events_of(&s),
+            filter: s.price_filter.filter(|_| s.price_events),
             id: s.id,
             url: s.target_url,
             status: s.status,
@@ -213,7 +222,9 @@ impl From<SubscriptionError> for ApiError {
     fn from(err: SubscriptionError) -> Self {
         match err {
             SubscriptionError::Target(e) => ApiError::InvalidParameter(format!("url refused: {e}")),
-            SubscriptionError::UrlTooLong { .. } => ApiError::InvalidParameter(err.to_string()),
+            SubscriptionError::UrlTooLong { .. } | SubscriptionError::Invalid(_) => {
+                ApiError::InvalidParameter(err.to_string())
+            }
             SubscriptionError::LimitReached => ApiError::Conflict {
                 code: "subscription_limit",
                 message: err.to_string(),
@@ -242,6 +253,18 @@ pub struct CreateBody {
     /// Where deliveries are POSTed: a public `https` address, at most 2,048 characters.
     #[schema(max_length = 2048)]
     url: String,
+    /// The events to receive: `scrape_session.completed` (the account's
+    /// sessions completing) and `product.price_changed` (a merge moving a
+    /// product's lowest current price in a currency, whoever uploaded it).
+    /// Default `["scrape_session.completed"]`.
+    #[serde(default)]
+    events: Option<Vec<String>>,
+    /// For `product.price_changed`: only products of these brands, ids
+    /// and marketplaces (an absent or empty list does not narrow), moved
+    /// by at least `min_change_percent` either way. At most 100 brands and
+    /// 500 ids.
+    #[serde(default)]
+    filter: Option<PriceFilter>,
 }
 
 /// The caller's subscriptions, oldest first.
@@ -266,7 +289,7 @@ pub async fn list(
     request_body = CreateBody,
     responses(
         (status = 201, body = CreatedEnvelope),
-        (status = 400, body = ErrorBody, description = "Not JSON, a target that is not a public https address, or a URL longer than 2,048 characters"),
+        (status = 400, body = ErrorBody, description = "Not JSON, a target that is not a public https address, a URL longer than 2,048 characters, an unknown event, or a filter without product.price_changed or past its limits"),
         (status = 401, body = ErrorBody),
         (status = 409, body = ErrorBody, description = "The account already has 5 active subscriptions"),
         (status = 429, body = ErrorBody),
@@ -278,11 +301,13 @@ pub async fn create(
     body: Result<Json<CreateBody>, JsonRejection>,
 ) -> Result<(StatusCode, Json<CreatedEnvelope>), ApiError> {
     let Json(body) = body.map_err(|e| ApiError::InvalidBody(e.body_text()))?;
+    let interests = Interests::of(body.events.as_deref(), body.filter)?;
     let policy = TargetPolicy::from(&state.settings.webhooks);
     let created = subscriptions::create(
         &state.db,
         caller.account_id,
         &body.url,
+        interests,
         policy,
         state.clock.now(),
     )

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use entity::{
-    DeliveryStatus, SubscriptionStatus, account, webhook_attempt, webhook_delivery,
+    DeliveryStatus, PriceFilter, SubscriptionStatus, account, webhook_attempt, webhook_delivery,
     webhook_subscription,
 };
 use sea_orm::sea_query::{Expr, LockType};
@@ -17,8 +17,10 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
+use super::outbox::{PRICE_CHANGED, SESSION_COMPLETED};
 use super::signature::generate_secret;
 use super::target::{TargetError, TargetPolicy};
+use crate::query::{QueryError, check_text};
 
 /// Active subscriptions an account may have at once.
 pub const MAX_ACTIVE_PER_ACCOUNT: u64 = 5;
@@ -61,6 +63,9 @@ pub enum SubscriptionError {
         "this webhook subscription already has {limit} redeliveries waiting to be sent, the most it may have; redeliver again once some have finished"
     )]
     RedeliveryLimit { limit: u32 },
+    /// The events or the filter asked for are not valid.
+    #[error("{0}")]
+    Invalid(String),
     #[error(transparent)]
     Database(#[from] DbErr),
 }
@@ -72,12 +77,125 @@ pub struct DeliveryLog {
     pub attempts: Vec<webhook_attempt::Model>,
 }
 
-/// Creates an active subscription after checking its target. The returned
-/// model holds the secret; callers show it once.
+/// The events a subscription receives.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Interests {
+    /// `scrape_session.completed`, of the account's own sessions.
+    pub sessions: bool,
+    /// `product.price_changed`, of the prices the filter picks (all when
+    /// `None`), whoever uploaded them.
+    pub prices: Option<PriceFilter>,
+}
+
+/// Most brands, and most product ids, one price filter may list.
+pub const MAX_FILTER_BRANDS: usize = 100;
+pub const MAX_FILTER_PRODUCTS: usize = 500;
+
+impl Interests {
+    /// The interests `events` names (the default when absent), with
+    /// `filter` for price changes, checked.
+    pub fn of(
+        events: Option<&[String]>,
+        filter: Option<PriceFilter>,
+    ) -> Result<Interests, SubscriptionError> {
+        let invalid = |why: String| Err(SubscriptionError::Invalid(why));
+        let Some(events) = events else {
+            return match filter {
+                None => Ok(Interests::default()),
+                Some(_) => invalid(format!(
+                    "filter applies to {PRICE_CHANGED} events: list it in events"
+                )),
+            };
+        };
+        if events.is_empty() {
+            return invalid("events must name at least one event".into());
+        }
+        if let Some(unknown) = events
+            .iter()
+            .find(|e| ![SESSION_COMPLETED, PRICE_CHANGED].contains(&e.as_str()))
+        {
+            return invalid(format!(
+                "events has {unknown:?}; the events are {SESSION_COMPLETED} and {PRICE_CHANGED}"
+            ));
+        }
+        let has = |event: &str| events.iter().any(|e| e == event);
+        let prices = match (has(PRICE_CHANGED), filter) {
+            (false, Some(_)) => {
+                return invalid(format!(
+                    "filter applies to {PRICE_CHANGED} events: list it in events"
+                ));
+            }
+            (false, None) => None,
+            (true, filter) => Some(checked(filter.unwrap_or_default())?),
+        };
+        Ok(Interests {
+            sessions: has(SESSION_COMPLETED),
+            prices,
+        })
+    }
+
+    /// The events of `subscription`, by name.
+    pub fn events_of(subscription: &webhook_subscription::Model) -> Vec<&'static str> {
+        let events = [
+            (subscription.session_events, SESSION_COMPLETED),
+            (subscription.price_events, PRICE_CHANGED),
+        ];
+        events
+            .into_iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, name)| name)
+            .collect()
+    }
+}
+
+/// `filter` within the limits of a price filter.
+fn checked(filter: PriceFilter) -> Result<PriceFilter, SubscriptionError> {
+    let invalid = |why: String| Err(SubscriptionError::Invalid(why));
+    if filter.brands.len() > MAX_FILTER_BRANDS {
+        return invalid(format!(
+            "filter.brands lists {}, more than the {MAX_FILTER_BRANDS} a filter may",
+            filter.brands.len()
+        ));
+    }
+    for brand in &filter.brands {
+        match check_text("filter.brands", brand) {
+            Err(QueryError::Invalid(why)) => return invalid(why),
+            _ if brand.is_empty() => return invalid("filter.brands has an empty brand".into()),
+            _ => {}
+        }
+    }
+    if filter.product_ids.len() > MAX_FILTER_PRODUCTS {
+        return invalid(format!(
+            "filter.product_ids lists {}, more than the {MAX_FILTER_PRODUCTS} a filter may",
+            filter.product_ids.len()
+        ));
+    }
+    let least = filter.min_change_percent;
+    if !least.is_finite() || least < 0.0 {
+        return invalid(format!(
+            "filter.min_change_percent must be a finite number of at least 0, not {least}"
+        ));
+    }
+    Ok(filter)
+}
+
+impl Default for Interests {
+    /// What every subscription received before it could choose.
+    fn default() -> Self {
+        Interests {
+            sessions: true,
+            prices: None,
+        }
+    }
+}
+
+/// Creates an active subscription to `interests` after checking its
+/// target. The returned model holds the secret; callers show it once.
 pub async fn create(
     db: &DatabaseConnection,
     account_id: Uuid,
     url: &str,
+    interests: Interests,
     policy: TargetPolicy,
     now: DateTime<Utc>,
 ) -> Result<webhook_subscription::Model, SubscriptionError> {
@@ -106,6 +224,9 @@ pub async fn create(
         consecutive_failures: 0,
         created_at: now,
         disabled_at: None,
+        session_events: interests.sessions,
+        price_events: interests.prices.is_some(),
+        price_filter: interests.prices,
     };
     // Insert, then count with the new row included, and undo it past the cap.
     // The insert comes first so SQLite takes its write lock at once. On

@@ -645,6 +645,9 @@ async fn subscribe(app: &TestApp, key: &str, active: bool) -> Uuid {
         consecutive_failures: Set(0),
         created_at: Set(app.clock.now()),
         disabled_at: Set(None),
+        session_events: Set(true),
+        price_events: Set(false),
+        price_filter: Set(None),
         ..Default::default()
     }
     .insert(&app.db)

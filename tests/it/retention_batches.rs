@@ -108,6 +108,9 @@ async fn delivery(app: &TestApp, key: &str, finished_at: Option<DateTime<Utc>>) 
         consecutive_failures: Set(0),
         created_at: Set(app.clock.now()),
         disabled_at: Set(None),
+        session_events: Set(true),
+        price_events: Set(false),
+        price_filter: Set(None),
     }
     .insert(&app.db)
     .await

@@ -8,6 +8,7 @@ mod delivery;
 mod end_to_end;
 mod outbox;
 mod ping;
+mod price_changes;
 mod redelivery;
 mod rotation;
 mod subscriptions;

@@ -317,6 +317,7 @@ async fn finish(
         // The lease ran out and another worker owns the submission now.
         return txn.rollback().await;
     }
+    price_moves::enqueue(&txn, &moves, session.id, &settings.public_url, now).await?;
     let completed = completion::after_change(&txn, &session, &settings.public_url, now).await?;
     txn.commit().await?;
     events.session_changed(db, session.id).await;

@@ -1,16 +1,18 @@
 //! What a merge did to a product's lowest current price in each currency
 //! (`lowest_prices`, which triggers keep): read before the item's prices
-//! are recorded and again after, within the merge's transaction, so the
-//! moves are announced once it committed (`events`).
+//! are recorded and again after, within the merge's transaction. The moves
+//! go to the webhook outbox in that transaction, and to subscribers
+//! (`events`) once it committed.
 
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use entity::lowest_price;
+use entity::{lowest_price, product};
 use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 use uuid::Uuid;
 
 use crate::query::movers::PriceMove;
+use crate::webhooks::outbox;
 
 /// A product's lowest current price per currency.
 pub struct Lowest(HashMap<String, f64>);
@@ -54,4 +56,27 @@ impl Lowest {
         moves.sort_by(|a, b| a.currency.cmp(&b.currency));
         moves
     }
+}
+
+/// Writes the `product.price_changed` deliveries of `moves` (of one
+/// product, merged from a submission of `session_id`) into the merge's
+/// transaction.
+pub async fn enqueue(
+    txn: &impl ConnectionTrait,
+    moves: &[PriceMove],
+    session_id: Uuid,
+    public_url: &str,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    let Some(first) = moves.first() else {
+        return Ok(());
+    };
+    let Some(product) = product::Entity::find_by_id(first.product_id)
+        .one(txn)
+        .await?
+    else {
+        return Ok(());
+    };
+    outbox::enqueue_price_moves(txn, &product, moves, session_id, public_url, now).await?;
+    Ok(())
 }

@@ -146,9 +146,16 @@ async fn a_ping_to_a_target_the_service_refuses_is_never_dialled() {
         let insecure = TargetPolicy {
             allow_insecure: true,
         };
-        let subscription = subscriptions::create(&h.app.db, h.account_id, &url, insecure, h.now())
-            .await
-            .expect("created with the switch");
+        let subscription = subscriptions::create(
+            &h.app.db,
+            h.account_id,
+            &url,
+            subscriptions::Interests::default(),
+            insecure,
+            h.now(),
+        )
+        .await
+        .expect("created with the switch");
 
         let (status, body) = ping(&h, &h.key, subscription.id).await;
         assert_eq!(status, 200, "{body}");

@@ -42,6 +42,9 @@ async fn delivery_rechecks_the_target_and_never_dials_a_refused_one() {
             consecutive_failures: Set(0),
             created_at: Set(h.now()),
             disabled_at: Set(None),
+            session_events: Set(true),
+            price_events: Set(false),
+            price_filter: Set(None),
             ..Default::default()
         }
         .insert(&h.app.db)
