@@ -6,10 +6,10 @@
 
 use sea_orm::{ConnectionTrait, DbBackend, Statement, TransactionTrait};
 use serde_json::Value;
-use vitrina::config::{ListConfig, Settings};
+use vitrina::config::{Limits, ListConfig, Settings};
 use vitrina::seed::{DEMO_ACCOUNT, SeedOptions};
 
-use crate::helpers::{TestApp, assert_plain_sentence, ids};
+use crate::helpers::{TestApp, assert_plain_sentence, ids, test_limits};
 
 const SEED: u64 = 28;
 const PRODUCTS: u64 = 300;
@@ -27,9 +27,16 @@ const INDEXED: &[(&str, &str)] = &[
     ("category=электроника", "product_categories_newest"),
 ];
 
+/// The demo catalog with these list settings. The database-time budget is
+/// off: these tests walk many deep pages on one key, with a clock that
+/// never drains its balance, and are not about the budget.
 async fn demo(lists: ListConfig) -> (TestApp, String) {
     let app = TestApp::spawn_with_settings(Settings {
         lists,
+        limits: Limits {
+            db_time_per_minute_ms: 0,
+            ..test_limits()
+        },
         ..Settings::default()
     })
     .await;
