@@ -7,7 +7,6 @@
 use std::collections::BTreeMap;
 
 use entity::webhook_delivery;
-use migration::{Migrator, MigratorTrait};
 use sea_orm::{EntityTrait, QuerySelect};
 use serde_json::{Value, json};
 
@@ -148,8 +147,8 @@ async fn a_price_move_is_delivered_signed_to_each_subscription_whose_filter_pick
     }
 
     // Migrated down, the price deliveries go (the unique index of one per
-    // subscription, session and event comes back) and the completions stay;
-    // up again, every subscription receives completions alone.
+    // subscription, session and event comes back) and the completions stay.
+    // (Up again is `foundation.rs`'s, on a database no server is reading.)
     migrate_down_through(&h.app.db, "m20261203_000028_price_webhooks").await;
     let events: Vec<String> = webhook_delivery::Entity::find()
         .select_only()
@@ -159,11 +158,6 @@ async fn a_price_move_is_delivered_signed_to_each_subscription_whose_filter_pick
         .await
         .unwrap();
     assert_eq!(events, ["scrape_session.completed"]);
-    Migrator::up(&h.app.db, None).await.unwrap();
-    let listed = call(&h.app, &key, reqwest::Method::GET, WEBHOOKS).await.1;
-    for subscription in listed["data"].as_array().unwrap() {
-        assert_eq!(subscription["events"], json!(["scrape_session.completed"]));
-    }
 }
 
 #[tokio::test]
