@@ -87,9 +87,15 @@ impl Events {
     /// Announces, after their transaction committed, the price moves of a merge.
     pub async fn prices_moved(&self, db: &DatabaseConnection, moves: Vec<PriceMove>) {
         for price in moves {
-            let payload = serde_json::to_string(&price).unwrap_or_default();
-            self.publish(db, PRICES, payload, Event::Price(Arc::new(price)))
-                .await;
+            // Another replica could not read an empty payload: a move that
+            // does not serialize is logged and left out, never sent broken.
+            match serde_json::to_string(&price) {
+                Ok(payload) => {
+                    self.publish(db, PRICES, payload, Event::Price(Arc::new(price)))
+                        .await;
+                }
+                Err(error) => tracing::warn!(%error, "a price move was not announced"),
+            }
         }
     }
 

@@ -42,7 +42,7 @@ fn session_completed_body(
     session_id: Uuid,
     stats: &SessionStats,
     public_url: &str,
-) -> String {
+) -> Result<String, DbErr> {
     let payload = SessionCompleted {
         event: SESSION_COMPLETED,
         user_id: account_id,
@@ -54,8 +54,15 @@ fn session_completed_body(
             public_url.trim_end_matches('/')
         ),
     };
-    // Plain strings, ids and integers always serialize.
-    serde_json::to_string(&payload).expect("the payload serializes")
+    json_body(&payload)
+}
+
+/// A delivery's body as JSON. Our payloads are plain strings, ids, numbers
+/// and times, which serialize; should one not, the merge pass that wrote it
+/// fails and is retried, instead of the process stopping.
+fn json_body(payload: &impl Serialize) -> Result<String, DbErr> {
+    serde_json::to_string(payload)
+        .map_err(|e| DbErr::Custom(format!("a webhook body did not serialize: {e}")))
 }
 
 /// Writes one pending `scrape_session.completed` delivery per active
@@ -78,7 +85,7 @@ pub async fn enqueue_session_completed(
         .filter(webhook_subscription::Column::Status.eq(SubscriptionStatus::Active))
         .all(db)
         .await?;
-    let body = session_completed_body(account_id, session_id, stats, public_url);
+    let body = session_completed_body(account_id, session_id, stats, public_url)?;
     let rows = subscriptions
         .iter()
         .map(|s| pending(s.id, session_id, SESSION_COMPLETED, body.clone(), now));
@@ -174,8 +181,7 @@ pub async fn enqueue_price_moves(
             changed_at: price.changed_at,
             url: url.clone(),
         };
-        // Plain strings, ids, finite numbers and times always serialize.
-        let body = serde_json::to_string(&body).expect("the payload serializes");
+        let body = json_body(&body)?;
         let picked = subscriptions.iter().filter(|s| {
             picks(
                 s.price_filter.as_ref().unwrap_or(&PriceFilter::default()),

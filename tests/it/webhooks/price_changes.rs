@@ -192,7 +192,21 @@ async fn events_and_filter_are_checked_and_shown_with_the_subscription() {
     );
 
     let ids: Vec<String> = (0..501).map(|_| uuid::Uuid::new_v4().to_string()).collect();
+    let brands: Vec<String> = (0..101).map(|i| format!("{i:0>2048}")).collect();
+    let at_limits = json!({ "brands": brands[..100], "product_ids": ids[..500],
+                            "marketplaces": [], "min_change_percent": 1e300 });
+    let body = json!({ "url": url, "events": ["product.price_changed"], "filter": at_limits });
+    let (status, created) = create(&h.app, &h.key, body).await;
+    assert_eq!(
+        status, 201,
+        "the largest filter is taken: {}",
+        created["error"]
+    );
+    assert_eq!(created["data"]["filter"], at_limits);
     for refused in [
+        json!({ "events": ["product.price_changed"], "filter": { "brands": brands } }),
+        json!({ "events": ["product.price_changed"],
+                "filter": { "brands": [format!("{:0>2049}", 1)] } }),
         json!({ "events": [] }),
         json!({ "events": ["product.created"] }),
         json!({ "filter": { "brands": ["Bosch"] } }),
@@ -208,4 +222,17 @@ async fn events_and_filter_are_checked_and_shown_with_the_subscription() {
         assert_eq!(status, 400, "{refused}: {answer}");
         assert_eq!(answer["error"]["code"], "invalid_parameter", "{answer}");
     }
+    // JSON has no NaN or infinity; a number past f64 is refused as it is read.
+    let body = format!(
+        r#"{{"url": "{url}", "events": ["product.price_changed"],
+             "filter": {{"min_change_percent": 1e400}}}}"#
+    );
+    let response = (h.app.client.post(h.app.url(WEBHOOKS)))
+        .bearer_auth(&h.key)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400, "{}", response.text().await.unwrap());
 }
