@@ -365,21 +365,60 @@ fn python_string<'a>(source: &'a str, assigned: &str) -> &'a str {
     &rest[open..open + close]
 }
 
+/// The demo dashboard's queries (every `/* GraphQL */` document of
+/// `web/dashboard/queries.js` but its subscription), each with the variables
+/// the page sends, `product` being one of the products it lists.
+fn dashboard_queries(product: &str) -> Vec<(&'static str, Value)> {
+    let source = include_str!("../../web/dashboard/queries.js");
+    let filter = json!({ "brand": "Samsung", "currency": "RUB" });
+    source
+        .split("/* GraphQL */ `")
+        .skip(1)
+        .map(|rest| &rest[..rest.find('`').expect("a closing backquote")])
+        .filter(|document| !document.trim_start().starts_with("subscription"))
+        .map(|document| {
+            let name = document
+                .split_whitespace()
+                .nth(1)
+                .expect("a named operation");
+            let name = name.split('(').next().unwrap_or(name);
+            let variables = match name {
+                "DashboardChoices" => json!({}),
+                "DashboardCatalog" => json!({
+                    "filter": filter, "currency": "RUB", "first": 20,
+                    "order": { "field": "PRICE", "direction": "ASC" },
+                }),
+                "DashboardDrops" => {
+                    json!({ "filter": filter, "currency": "RUB", "since": "2026-10-25T09:00:00Z" })
+                }
+                "DashboardSeries" => json!({ "id": product, "currency": "RUB", "bucket": "DAY" }),
+                other => panic!("no variables for the dashboard's {other}: add them here"),
+            };
+            (document, variables)
+        })
+        .collect()
+}
+
 #[tokio::test]
 async fn the_dashboards_and_benchmark_queries_pass_the_limits() {
     let (app, key) = demo_app(200).await;
-    let dashboard = include_str!("../../web/dashboard/dashboard.js");
-    let start = dashboard
-        .find("const QUERY = /* GraphQL */ `")
-        .expect("QUERY")
-        + 29;
-    let dashboard = &dashboard[start..start + dashboard[start..].find('`').unwrap()];
+    let (_, listed) = post(
+        &app,
+        Some(&key),
+        r#"{ products(first: 1, filter: { brand: "Samsung", currency: "RUB" }) { nodes { id } } }"#,
+        json!({}),
+    )
+    .await;
+    let product = listed["data"]["products"]["nodes"][0]["id"]
+        .as_str()
+        .unwrap();
+    let dashboard: Vec<(&str, Value)> = dashboard_queries(product);
+    assert_eq!(dashboard.len(), 4, "the dashboard's queries");
     let cases = include_str!("../../bench/harness/cases.py");
     let full = python_string(cases, "FULL =");
     let page = format!("{full}{}", python_string(cases, "PAGE_QUERY = FULL +"));
-    for (query, variables) in [
+    let others = [
         (vitrina::web::graphiql::EXAMPLE_QUERY, json!({})),
-        (dashboard, json!({ "brand": "Samsung" })),
         (
             python_string(cases, "DASHBOARD ="),
             json!({ "brand": "Samsung", "n": 100 }),
@@ -390,7 +429,8 @@ async fn the_dashboards_and_benchmark_queries_pass_the_limits() {
             json!({ "first": 500 }),
         ),
         ("{ products { totalCount } }", json!({})),
-    ] {
+    ];
+    for (query, variables) in dashboard.into_iter().chain(others) {
         let (status, body) = post(&app, Some(&key), query, variables).await;
         assert_eq!(status, 200, "{query}\n{body}");
         assert!(body.get("errors").is_none(), "{query}\n{body}");

@@ -1,7 +1,12 @@
-// A typed GraphQL client: the demo dashboard's query (in
-// web/dashboard/dashboard.js) as GraphQL Code Generator types it from
+// A typed GraphQL client: one of the demo dashboard's queries (in
+// web/dashboard/queries.js) as GraphQL Code Generator types it from
 // schema.graphql. A field renamed or removed in the schema fails `tsc` here.
-import { BrandDashboardDocument, type TypedDocumentString } from "../generated/graphql/graphql";
+import {
+  DashboardCatalogDocument,
+  OrderDirection,
+  ProductOrderField,
+  type TypedDocumentString,
+} from "../generated/graphql/graphql";
 
 type GraphQLAnswer<Result> = { data?: Result; errors?: { message: string; extensions?: { code?: string } }[] };
 
@@ -26,19 +31,21 @@ export async function execute<Result, Variables>(
   return answer.data;
 }
 
-/** Each product of a brand with its seller, current price and how the price moved. */
-export async function brandOverview(origin: string, apiKey: string, brand: string) {
-  const { products } = await execute(origin, apiKey, BrandDashboardDocument, { brand });
-  return products.edges.map(({ node }) => {
-    const current = node.prices[0];
-    const history = node.priceHistory.edges.map(({ node: observation }) => observation);
-    const oldest = history.filter((o) => o.countryCode === current?.countryCode).at(-1);
+/** A page of a brand's products priced in `currency`, cheapest first, with each one's lowest price and the brand's median. */
+export async function brandOverview(origin: string, apiKey: string, brand: string, currency: string) {
+  const { products, productStats } = await execute(origin, apiKey, DashboardCatalogDocument, {
+    filter: { brand, currency },
+    currency,
+    order: { field: ProductOrderField.Price, direction: OrderDirection.Asc },
+    first: 20,
+  });
+  return products.nodes.map((product) => {
+    const lowest = Math.min(...product.prices.filter((p) => p.currency === currency).map((p) => p.price));
     return {
-      name: node.name,
-      seller: node.seller?.name ?? "unknown",
-      price: current ? `${current.price} ${current.currency}` : "no price",
-      change: current && oldest ? current.price - oldest.price : 0,
-      since: oldest?.recordedAt,
+      name: product.name,
+      seller: product.seller?.name ?? "unknown",
+      price: `${lowest} ${currency}`,
+      againstMedian: productStats.priceMedian ? lowest - productStats.priceMedian : 0,
     };
   });
 }

@@ -46,6 +46,59 @@ export async function waitForMergeTick(server, timeoutMs) {
   }, timeoutMs);
 }
 
+/**
+ * One GraphQL request with the demo key: what the page should show, asked
+ * of the API directly.
+ */
+export async function graphql(server, query, variables = {}) {
+  const response = await call(server, "POST", "/graphql", { query, variables });
+  const body = await response.json();
+  assert.equal(body.errors, undefined, JSON.stringify(body.errors));
+  return body.data;
+}
+
+/**
+ * Uploads a product again as the extension would, with one of its variants
+ * at a new price; the rest of the item repeats what the product holds.
+ * @param {any} product id-less fields of `PRODUCT_AS_UPLOADED`
+ * @param {any} variant one of its `prices`
+ * @param {number} price
+ */
+export async function uploadPrice(server, product, variant, price) {
+  const item = {
+    marketplace: product.marketplace.toLowerCase(),
+    external_id: product.externalId,
+    url: product.url,
+    language: "ru",
+    name: product.name,
+    brand: product.brand,
+    category_path: product.categoryPath,
+    attributes: {},
+    seller: { id: product.seller.sellerId, name: product.seller.name, code: product.sellerCode },
+    prices: [
+      {
+        country_code: variant.countryCode,
+        region_code: variant.regionCode,
+        user_auth_status: variant.userAuthStatus.toLowerCase(),
+        price,
+        old_price: Math.max(variant.oldPrice, price),
+        currency: variant.currency,
+      },
+    ],
+  };
+  const upload = { source_type: "page", intent: "price_monitoring", url_count: 1, items: [item] };
+  const response = await call(server, "POST", "/extension/v1/scrapes", upload);
+  assert.equal(response.status, 202, "upload accepted");
+  return (await response.json()).data.id;
+}
+
+/** What `uploadPrice` needs of a product. */
+export const PRODUCT_AS_UPLOADED = `
+  name marketplace externalId url brand categoryPath sellerCode
+  seller { sellerId name }
+  prices { countryCode regionCode userAuthStatus price oldPrice currency }
+`;
+
 function call(server, method, path, body) {
   return fetch(`${server.url}${path}`, {
     method,
