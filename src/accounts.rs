@@ -239,9 +239,17 @@ pub async fn authenticate(
     presented: &str,
     now: DateTime<Utc>,
 ) -> Result<Option<Caller>, sea_orm::DbErr> {
-    let hash = hash_key(presented);
+    authenticate_hashed(db, &hash_key(presented), now).await
+}
+
+/// As [`authenticate`], for a key already hashed with [`hash_key`].
+pub async fn authenticate_hashed(
+    db: &impl ConnectionTrait,
+    hash: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<Caller>, sea_orm::DbErr> {
     let Some(key) = api_key::Entity::find()
-        .filter(api_key::Column::KeyHash.eq(hash.as_str()))
+        .filter(api_key::Column::KeyHash.eq(hash))
         .one(db)
         .await?
     else {

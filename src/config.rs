@@ -521,7 +521,20 @@ pub struct HttpConfig {
     /// any. None by default: only pages of this service's own origin.
     #[arg(long, env = "VITRINA_CORS_ORIGINS", value_delimiter = ',', value_parser = parse_cors_origin)]
     pub cors_origins: Vec<CorsOrigin>,
+
+    /// API keys remembered in process after a lookup, so that a busy key's
+    /// requests send no lookup statement; a revoked key is still refused
+    /// within a second on every replica. 0 looks every key up each time.
+    #[arg(long, env = "VITRINA_KEY_CACHE_ENTRIES", default_value_t = DEFAULT_KEY_CACHE_ENTRIES,
+          value_parser = clap::value_parser!(u16).range(..=MAX_KEY_CACHE_ENTRIES as i64))]
+    pub key_cache_entries: u16,
 }
+
+/// Keys remembered when `VITRINA_KEY_CACHE_ENTRIES` is not set.
+pub const DEFAULT_KEY_CACHE_ENTRIES: u16 = 10_000;
+/// The most keys that may be remembered: the revocation poll reads them
+/// all in one statement, whose parameters SQLite bounds at 32,766.
+pub const MAX_KEY_CACHE_ENTRIES: u16 = 30_000;
 
 /// An origin allowed to call the API from a browser.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -581,6 +594,7 @@ impl Default for HttpConfig {
             http_max_request_id_chars: DEFAULT_MAX_REQUEST_ID_CHARS,
             http_probe_connections: DEFAULT_PROBE_CONNECTIONS,
             cors_origins: Vec::new(),
+            key_cache_entries: DEFAULT_KEY_CACHE_ENTRIES,
         }
     }
 }

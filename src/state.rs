@@ -1,7 +1,9 @@
-//! The application state every request handler reaches, and the two
-//! process-wide watches it holds: the server draining, and revoked keys.
+//! The application state every request handler reaches, and the
+//! process-wide watches it holds: the server draining, revoked keys and
+//! the keys admitted lately.
 
 mod draining;
+pub mod known_keys;
 pub mod revocations;
 
 pub use draining::Draining;
@@ -15,6 +17,7 @@ use crate::config::Settings;
 use crate::events::Events;
 use crate::limits::{DbTimeBudget, RateLimiter};
 use crate::webhooks::Sender;
+use known_keys::KnownKeys;
 use revocations::Revocations;
 
 /// What every request handler can reach.
@@ -32,6 +35,8 @@ pub struct AppState {
     pub events: Events,
     /// The keys of open WebSockets, watched for revocation.
     pub revocations: Arc<Revocations>,
+    /// The keys admitted lately, kept true by the revocation poll.
+    pub known_keys: Arc<KnownKeys>,
     /// Under `serve --demo`: the demo key, filled into GraphiQL and the
     /// dashboard (which is served only then).
     pub demo_key: Option<String>,
@@ -51,6 +56,7 @@ impl AppState {
         settings: Settings,
     ) -> Result<Self, crate::Error> {
         settings.sizes.check().map_err(crate::Error::Invalid)?;
+        let known_keys = Arc::new(KnownKeys::new(usize::from(settings.http.key_cache_entries)));
         Ok(AppState {
             webhook_sender: Sender::new(&settings.webhooks)?,
             clock,
@@ -68,7 +74,8 @@ impl AppState {
                 events.listen(&db);
                 events
             },
-            revocations: Revocations::start(&db),
+            revocations: Revocations::start(&db, known_keys.clone()),
+            known_keys,
             db,
             settings,
             demo_key: None,

@@ -3,26 +3,30 @@
 //! process watches the keys of its open sockets and asks the database every
 //! [`POLL`] whether any was revoked. A key revoked anywhere (by the CLI, on
 //! another replica, on either database) ends its sockets, and their
-//! subscriptions, on every replica within that time. The poll reads the
-//! watched keys by primary key, and only while a socket is open.
+//! subscriptions, on every replica within that time. The same poll keeps
+//! the keys HTTP requests are admitted with from memory true
+//! ([`super::known_keys`]). It reads the watched and remembered keys by
+//! primary key, and sends nothing while there are none.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use sea_orm::DatabaseConnection;
 use tokio::sync::watch;
 use uuid::Uuid;
 
+use super::known_keys::KnownKeys;
 use crate::accounts;
 
 /// How often the watched keys are looked up.
 pub const POLL: Duration = Duration::from_millis(400);
 
-/// The keys this process's open sockets were admitted with.
-#[derive(Default)]
+/// The keys this process's open sockets were admitted with, and the keys
+/// it remembers.
 pub struct Revocations {
     watched: Mutex<HashMap<Uuid, Watched>>,
+    known: Arc<KnownKeys>,
 }
 
 struct Watched {
@@ -32,8 +36,11 @@ struct Watched {
 
 impl Revocations {
     /// Starts watching over `db` until the runtime ends.
-    pub fn start(db: &DatabaseConnection) -> Arc<Self> {
-        let revocations = Arc::new(Revocations::default());
+    pub fn start(db: &DatabaseConnection, known: Arc<KnownKeys>) -> Arc<Self> {
+        let revocations = Arc::new(Revocations {
+            watched: Mutex::default(),
+            known,
+        });
         let weak = Arc::downgrade(&revocations);
         let db = db.clone();
         tokio::spawn(async move {
@@ -67,19 +74,25 @@ impl Revocations {
         }
     }
 
-    /// Tells the sockets of every watched key revoked since.
+    /// Tells the sockets of every watched key revoked since, and forgets
+    /// the remembered ones.
     async fn poll(&self, db: &DatabaseConnection) -> Result<(), sea_orm::DbErr> {
-        let keys: Vec<Uuid> = self.lock().keys().copied().collect();
-        if keys.is_empty() {
-            return Ok(());
-        }
-        let revoked = accounts::revoked_among(db, &keys).await?;
+        let began = Instant::now();
+        let mut keys: Vec<Uuid> = self.lock().keys().copied().collect();
+        keys.extend(self.known.in_use());
+        keys.sort_unstable();
+        keys.dedup();
+        let revoked = match keys.is_empty() {
+            true => Vec::new(),
+            false => accounts::revoked_among(db, &keys).await?,
+        };
         let watched = self.lock();
-        for key in revoked {
-            if let Some(entry) = watched.get(&key) {
+        for key in &revoked {
+            if let Some(entry) = watched.get(key) {
                 entry.revoked.send_replace(true);
             }
         }
+        self.known.checked(&revoked, began);
         Ok(())
     }
 

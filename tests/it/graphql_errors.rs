@@ -2,6 +2,8 @@
 //! and internal failures with REST's codes, a key required as on REST, and
 //! the per-minute rate limit shared with REST.
 
+use std::time::Duration;
+
 use chrono::TimeDelta;
 use entity::{Marketplace, SubmissionStatus};
 use sea_orm::ConnectionTrait;
@@ -14,7 +16,7 @@ use crate::fixtures::{
     self, insert_product, insert_seller, insert_session, insert_submission, product,
 };
 use crate::helpers::graphql::{data, error_code, only_error_code, post};
-use crate::helpers::{TestApp, encoded, iso, rest_error, test_start};
+use crate::helpers::{TestApp, encoded, eventually, iso, rest_error, test_start};
 
 #[tokio::test]
 async fn unknown_ids_and_other_accounts_sessions_are_not_found_as_on_rest() {
@@ -209,6 +211,23 @@ async fn missing_unknown_or_revoked_key_is_401_unauthorized() {
     vitrina::accounts::revoke_key(&app.db, new.key.id, app.clock.now())
         .await
         .unwrap();
+    // Within a second: the server may have remembered the key.
+    let query = json!({ "query": "{ brands { brand } }" });
+    eventually(
+        Duration::from_secs(1),
+        Duration::from_millis(20),
+        || async {
+            let request = app
+                .client
+                .post(app.url("/graphql"))
+                .bearer_auth(&new.secret);
+            match request.json(&query).send().await.unwrap().status().as_u16() {
+                401 => Ok(()),
+                other => Err(format!("HTTP {other}")),
+            }
+        },
+    )
+    .await;
     expect_unauthorized(&app, Some(&new.secret)).await;
     let get = app
         .get("/graphql?query=%7B%20brands%20%7B%20brand%20%7D%20%7D")

@@ -34,8 +34,8 @@ fn refusal(body: &Value) -> (String, String) {
     (code.to_owned(), message.to_owned())
 }
 
-/// Statements of a request that resolves nothing: the key lookup only
-/// (measured after a first request, which also stamps the key's last use).
+/// Statements of a request that resolves nothing, API-key bookkeeping
+/// aside (measured after a first request).
 async fn admission_cost(app: &TestApp, key: &str) -> usize {
     data(app, key, "{ __typename }", json!({})).await;
     statements_for(app, key, "{ __typename }", json!({}))
@@ -45,7 +45,7 @@ async fn admission_cost(app: &TestApp, key: &str) -> usize {
 
 /// Asserts `query` is refused before execution as too complex, with a
 /// message holding `words`: one clear error, no data, and no statement
-/// beyond the key lookup.
+/// beyond what admission takes.
 async fn assert_too_complex(app: &TestApp, key: &str, query: &str, variables: Value, words: &str) {
     let admission = admission_cost(app, key).await;
     let before = app.statements();
@@ -653,7 +653,7 @@ async fn limited_app() -> (TestApp, String) {
     let key = app.key("acme").await;
     let shop = insert_seller(&app.db, fixtures::seller(Marketplace::Ozon, "1")).await;
     insert_product(&app.db, &shop, product("p")).await;
-    // Stamps the key's last use, so later requests cost only the key lookup.
+    // Stamps the key's last use, so later requests cost only admission.
     data(&app, &key, "{ __typename }", json!({})).await;
     (app, key)
 }

@@ -173,7 +173,7 @@ async fn a_hostile_list_of_ids_is_refused_before_any_statement() {
     let ids: Vec<String> = (0..501)
         .map(|_| global_id("Product", uuid::Uuid::new_v4()))
         .collect();
-    // What any request runs (the key, the rate), and no id fetched.
+    // What any request runs (admission), and no id fetched.
     let (none, _) = statements_for(&app, &key, NODES, json!({ "ids": [] })).await;
     let from = app.statements();
     let (status, body) = post(&app, Some(&key), NODES, json!({ "ids": ids })).await;

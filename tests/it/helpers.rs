@@ -11,6 +11,7 @@ pub mod receiver;
 pub mod uploads;
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Once};
 use std::time::{Duration, Instant};
 
@@ -155,7 +156,10 @@ pub struct TestApp {
     /// The state the app serves with (settings, events, ...).
     pub state: AppState,
     /// Every statement the app's connection has run, with its values.
+    /// The statements the app ran, but for API-key bookkeeping.
     statements: Arc<std::sync::Mutex<Vec<Logged>>>,
+    /// How many statements looked an API key up by its hash.
+    key_lookups: Arc<AtomicUsize>,
     /// Keeps the database alive as long as the app.
     test_db: TestDb,
 }
@@ -206,8 +210,18 @@ impl TestApp {
         let test_db = TestDb::new().await;
         let mut db = test_db.connect().await;
         let statements = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let log = statements.clone();
+        let key_lookups = Arc::new(AtomicUsize::new(0));
+        let (log, lookups) = (statements.clone(), key_lookups.clone());
         db.set_metric_callback(move |info| {
+            // Key bookkeeping (lookups, last-use stamps, the revocation
+            // poll) comes and goes with the remembered keys' timing; the
+            // statements a request's work takes are logged apart from it.
+            if info.statement.sql.contains("\"api_keys\"") {
+                if info.statement.sql.contains("\"key_hash\" =") {
+                    lookups.fetch_add(1, Ordering::SeqCst);
+                }
+                return;
+            }
             let logged = Logged {
                 statement: info.statement.clone(),
                 ended: Instant::now(),
@@ -246,6 +260,7 @@ impl TestApp {
             client,
             state,
             statements,
+            key_lookups,
             test_db,
         }
     }
@@ -291,7 +306,13 @@ impl TestApp {
         create_key(&self.db, account, self.clock.now()).await.secret
     }
 
-    /// SQL statements the app's connection has run so far.
+    /// How many statements have looked an API key up by its hash so far.
+    pub fn key_lookups(&self) -> usize {
+        self.key_lookups.load(Ordering::SeqCst)
+    }
+
+    /// SQL statements the app's connection has run so far, API-key
+    /// bookkeeping aside (see [`TestApp::key_lookups`]).
     pub fn statements(&self) -> usize {
         self.statements.lock().unwrap().len()
     }

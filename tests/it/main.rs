@@ -47,6 +47,7 @@ mod hostile_sellers;
 mod hostile_sizes;
 mod hostile_snapshots;
 mod idempotency;
+mod known_keys;
 mod merge_outage;
 mod metrics;
 mod modules;
