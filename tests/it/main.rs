@@ -2,11 +2,8 @@
 //! binary, on a fresh database per test (SQLite, or PostgreSQL when
 //! `TEST_DATABASE_URL` is set).
 
-// Shared test support. Until every test module of the branch uses all of it,
-// some helpers are unused; drop these allows once they all are.
-#[allow(dead_code)]
+// Shared test support.
 mod fixtures;
-#[allow(dead_code)]
 mod helpers;
 
 mod cli;
