@@ -532,8 +532,8 @@ pub struct HttpConfig {
 
 /// Keys remembered when `VITRINA_KEY_CACHE_ENTRIES` is not set.
 pub const DEFAULT_KEY_CACHE_ENTRIES: u16 = 10_000;
-/// The most keys that may be remembered: the revocation poll reads them
-/// all in one statement, whose parameters SQLite bounds at 32,766.
+/// The most keys that may be remembered, which the revocation poll reads
+/// every 400 ms.
 pub const MAX_KEY_CACHE_ENTRIES: u16 = 30_000;
 
 /// An origin allowed to call the API from a browser.

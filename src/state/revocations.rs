@@ -22,6 +22,10 @@ use crate::accounts;
 /// How often the watched keys are looked up.
 pub const POLL: Duration = Duration::from_millis(400);
 
+/// Keys read by one statement of the poll: SQLite takes at most 32,766
+/// parameters, and the sockets' keys come on top of the remembered ones.
+const POLLED_AT_ONCE: usize = 10_000;
+
 /// The keys this process's open sockets were admitted with, and the keys
 /// it remembers.
 pub struct Revocations {
@@ -82,10 +86,10 @@ impl Revocations {
         keys.extend(self.known.in_use());
         keys.sort_unstable();
         keys.dedup();
-        let revoked = match keys.is_empty() {
-            true => Vec::new(),
-            false => accounts::revoked_among(db, &keys).await?,
-        };
+        let mut revoked = Vec::new();
+        for some in keys.chunks(POLLED_AT_ONCE) {
+            revoked.extend(accounts::revoked_among(db, some).await?);
+        }
         let watched = self.lock();
         for key in &revoked {
             if let Some(entry) = watched.get(key) {
