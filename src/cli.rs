@@ -230,25 +230,7 @@ async fn serve(
         println!("metrics on http://{metrics}/metrics");
     }
     if demo {
-        let key = match demo_key {
-            Some(key) => key,
-            None => {
-                // At most one live demo key, however often the demo restarts.
-                let (key, revoked) =
-                    accounts::replace_keys(&conn, seed::DEMO_ACCOUNT, clock.now()).await?;
-                if revoked > 0 {
-                    println!("earlier demo API keys revoked: {revoked}");
-                }
-                key.secret
-            }
-        };
-        println!("demo API key: {key}");
-        println!(
-            "try: curl -H 'Authorization: Bearer {key}' '{public_url}/v1/products?page_size=2'"
-        );
-        println!("GraphiQL (the key is filled in): {public_url}/graphql");
-        println!("demo dashboard: {public_url}/dashboard");
-        demo_key = Some(key);
+        demo_key = Some(announce_demo(&conn, clock.now(), demo_key, &public_url).await?);
     }
     let settings = config.settings();
     logging::log_startup_summary(&conn, &config, bound, &public_url, &migrations_applied);
@@ -287,6 +269,32 @@ async fn serve(
     tokio::try_join!(server::serve(listener, state, shutdown), jobs_stopped)?;
     tracing::info!("shut down");
     Ok(())
+}
+
+/// Prints the demo's key and where to try it: the key `seeded` just now,
+/// or a new one replacing the earlier ones (at most one live demo key,
+/// however often the demo restarts).
+async fn announce_demo(
+    conn: &DatabaseConnection,
+    now: chrono::DateTime<chrono::Utc>,
+    seeded: Option<String>,
+    public_url: &str,
+) -> Result<String, Error> {
+    let key = match seeded {
+        Some(key) => key,
+        None => {
+            let (key, revoked) = accounts::replace_keys(conn, seed::DEMO_ACCOUNT, now).await?;
+            if revoked > 0 {
+                println!("earlier demo API keys revoked: {revoked}");
+            }
+            key.secret
+        }
+    };
+    println!("demo API key: {key}");
+    println!("try: curl -H 'Authorization: Bearer {key}' '{public_url}/v1/products?page_size=2'");
+    println!("GraphiQL (the key is filled in): {public_url}/graphql");
+    println!("demo dashboard: {public_url}/dashboard");
+    Ok(key)
 }
 
 /// Listens for SIGTERM (what container runtimes and systemd send) and

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 
+use chrono::{DateTime, Utc};
 use clap::Subcommand;
 use entity::account;
 use sea_orm::{DatabaseConnection, EntityTrait};
@@ -79,139 +80,172 @@ pub async fn run(
     clock: &dyn Clock,
     command: WebhooksCommand,
 ) -> Result<(), Error> {
+    let now = clock.now();
     match command {
         WebhooksCommand::Create {
             account,
             url,
             config,
-        } => {
-            let owner = account_named(conn, &account).await?;
-            let policy = TargetPolicy::from(&config);
-            let created = subscriptions::create(
-                conn,
-                owner.id,
-                &url,
-                Interests::default(),
-                policy,
-                clock.now(),
-            )
-            .await
-            .map_err(operator_error)?;
-            println!(
-                "created webhook subscription {} for account {} -> {}",
-                created.id, owner.name, created.target_url
-            );
-            println!("{}", created.secret);
-            println!("(signing secret, shown once: store it now)");
-            if policy.allow_insecure && STRICT.check_target(&url).await.is_err() {
-                eprintln!(
-                    "warning: this target is allowed only by --webhook-allow-insecure-targets: \
-                     the server must run with the same switch \
-                     (VITRINA_WEBHOOK_ALLOW_INSECURE_TARGETS=true), or every delivery to it fails"
-                );
-            }
-        }
-        WebhooksCommand::List { account } => {
-            let only = match account {
-                Some(name) => Some(account_named(conn, &name).await?.id),
-                None => None,
-            };
-            let names: HashMap<Uuid, String> = account::Entity::find()
-                .all(conn)
-                .await?
-                .into_iter()
-                .map(|a| (a.id, a.name))
-                .collect();
-            println!(
-                "{:<36}  {:<20}  {:<8}  {:>8}  {:<20}  url",
-                "id", "account", "state", "failures", "created"
-            );
-            for s in subscriptions::list_for_operator(conn, only).await? {
-                println!(
-                    "{:<36}  {:<20}  {:<8}  {:>8}  {:<20}  {}",
-                    s.id,
-                    names.get(&s.account_id).map_or("", String::as_str),
-                    s.status,
-                    s.consecutive_failures,
-                    s.created_at
-                        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-                    s.target_url
-                );
-            }
-        }
-        WebhooksCommand::Disable { id } => {
-            match subscriptions::disable_for_operator(conn, id, clock.now())
-                .await
-                .map_err(operator_error)?
-            {
-                Disabling::Disabled(s) => println!("disabled {} ({})", s.id, s.target_url),
-                Disabling::AlreadyDisabled(s) => println!(
-                    "already disabled at {}: {} ({})",
-                    s.disabled_at
-                        .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
-                        .unwrap_or_default(),
-                    s.id,
-                    s.target_url
-                ),
-            }
-        }
-        WebhooksCommand::RotateSecret { id, config } => {
-            let now = clock.now();
-            let overlap = config.secret_overlap();
-            let rotated = rotation::rotate_for_operator(conn, id, overlap, now)
-                .await
-                .map_err(operator_error)?;
-            println!(
-                "rotated the signing secret of {} ({})",
-                rotated.id, rotated.target_url
-            );
-            println!("{}", rotated.secret);
-            println!(
-                "(new signing secret, shown once: store it now; the old one also signs until {})",
-                (now + overlap).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-            );
-        }
+        } => create(conn, now, &account, &url, &config).await,
+        WebhooksCommand::List { account } => list(conn, account.as_deref()).await,
+        WebhooksCommand::Disable { id } => disable(conn, now, id).await,
+        WebhooksCommand::RotateSecret { id, config } => rotate_secret(conn, now, id, &config).await,
         WebhooksCommand::Redeliver {
             id,
             delivery_id,
             config,
-        } => {
-            let queued = redelivery::redeliver_for_operator(
-                conn,
-                id,
-                delivery_id,
-                config.webhook_max_pending_redeliveries,
-                clock.now(),
-            )
-            .await
-            .map_err(operator_error)?;
-            println!(
-                "queued delivery {} (a redelivery of {delivery_id}); the server's delivery job sends it",
-                queued.id
-            );
-        }
-        WebhooksCommand::Test { id, config } => {
-            let sender = Sender::new(&config)?;
-            let report = ping::ping_for_operator(conn, &sender, id, clock.now())
-                .await
-                .map_err(operator_error)?;
-            let answer = match &report.outcome {
-                Outcome::Answered { status, .. } => format!("the receiver answered HTTP {status}"),
-                Outcome::NoAnswer(why) => format!("no answer: {why}"),
-                Outcome::NotAllowed(why) => format!("not sent: {why}"),
-            };
-            if !report.delivered {
-                return Err(Error::Invalid(format!(
-                    "the ping {} was not delivered: {answer} ({} ms)",
-                    report.id, report.duration_ms
-                )));
-            }
-            println!(
-                "ping {} delivered: {answer} ({} ms)",
-                report.id, report.duration_ms
-            );
-        }
+        } => redeliver(conn, now, id, delivery_id, &config).await,
+        WebhooksCommand::Test { id, config } => test(conn, now, id, &config).await,
     }
+}
+
+async fn create(
+    conn: &DatabaseConnection,
+    now: DateTime<Utc>,
+    account: &str,
+    url: &str,
+    config: &WebhookConfig,
+) -> Result<(), Error> {
+    let owner = account_named(conn, account).await?;
+    let policy = TargetPolicy::from(config);
+    let created = subscriptions::create(conn, owner.id, url, Interests::default(), policy, now)
+        .await
+        .map_err(operator_error)?;
+    println!(
+        "created webhook subscription {} for account {} -> {}",
+        created.id, owner.name, created.target_url
+    );
+    println!("{}", created.secret);
+    println!("(signing secret, shown once: store it now)");
+    if policy.allow_insecure && STRICT.check_target(url).await.is_err() {
+        eprintln!(
+            "warning: this target is allowed only by --webhook-allow-insecure-targets: \
+             the server must run with the same switch \
+             (VITRINA_WEBHOOK_ALLOW_INSECURE_TARGETS=true), or every delivery to it fails"
+        );
+    }
+    Ok(())
+}
+
+async fn list(conn: &DatabaseConnection, account: Option<&str>) -> Result<(), Error> {
+    let only = match account {
+        Some(name) => Some(account_named(conn, name).await?.id),
+        None => None,
+    };
+    let names: HashMap<Uuid, String> = account::Entity::find()
+        .all(conn)
+        .await?
+        .into_iter()
+        .map(|a| (a.id, a.name))
+        .collect();
+    println!(
+        "{:<36}  {:<20}  {:<8}  {:>8}  {:<20}  url",
+        "id", "account", "state", "failures", "created"
+    );
+    for s in subscriptions::list_for_operator(conn, only).await? {
+        println!(
+            "{:<36}  {:<20}  {:<8}  {:>8}  {:<20}  {}",
+            s.id,
+            names.get(&s.account_id).map_or("", String::as_str),
+            s.status,
+            s.consecutive_failures,
+            s.created_at
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            s.target_url
+        );
+    }
+    Ok(())
+}
+
+async fn disable(conn: &DatabaseConnection, now: DateTime<Utc>, id: Uuid) -> Result<(), Error> {
+    match subscriptions::disable_for_operator(conn, id, now)
+        .await
+        .map_err(operator_error)?
+    {
+        Disabling::Disabled(s) => println!("disabled {} ({})", s.id, s.target_url),
+        Disabling::AlreadyDisabled(s) => println!(
+            "already disabled at {}: {} ({})",
+            s.disabled_at
+                .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+                .unwrap_or_default(),
+            s.id,
+            s.target_url
+        ),
+    }
+    Ok(())
+}
+
+async fn rotate_secret(
+    conn: &DatabaseConnection,
+    now: DateTime<Utc>,
+    id: Uuid,
+    config: &WebhookConfig,
+) -> Result<(), Error> {
+    let overlap = config.secret_overlap();
+    let rotated = rotation::rotate_for_operator(conn, id, overlap, now)
+        .await
+        .map_err(operator_error)?;
+    println!(
+        "rotated the signing secret of {} ({})",
+        rotated.id, rotated.target_url
+    );
+    println!("{}", rotated.secret);
+    println!(
+        "(new signing secret, shown once: store it now; the old one also signs until {})",
+        (now + overlap).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    );
+    Ok(())
+}
+
+async fn redeliver(
+    conn: &DatabaseConnection,
+    now: DateTime<Utc>,
+    id: Uuid,
+    delivery_id: Uuid,
+    config: &WebhookConfig,
+) -> Result<(), Error> {
+    let queued = redelivery::redeliver_for_operator(
+        conn,
+        id,
+        delivery_id,
+        config.webhook_max_pending_redeliveries,
+        now,
+    )
+    .await
+    .map_err(operator_error)?;
+    println!(
+        "queued delivery {} (a redelivery of {delivery_id}); the server's delivery job sends it",
+        queued.id
+    );
+    Ok(())
+}
+
+/// Sends a ping now; an error unless the receiver answered 2xx.
+async fn test(
+    conn: &DatabaseConnection,
+    now: DateTime<Utc>,
+    id: Uuid,
+    config: &WebhookConfig,
+) -> Result<(), Error> {
+    let sender = Sender::new(config)?;
+    let report = ping::ping_for_operator(conn, &sender, id, now)
+        .await
+        .map_err(operator_error)?;
+    let answer = match &report.outcome {
+        Outcome::Answered { status, .. } => format!("the receiver answered HTTP {status}"),
+        Outcome::NoAnswer(why) => format!("no answer: {why}"),
+        Outcome::NotAllowed(why) => format!("not sent: {why}"),
+    };
+    if !report.delivered {
+        return Err(Error::Invalid(format!(
+            "the ping {} was not delivered: {answer} ({} ms)",
+            report.id, report.duration_ms
+        )));
+    }
+    println!(
+        "ping {} delivered: {answer} ({} ms)",
+        report.id, report.duration_ms
+    );
     Ok(())
 }
 

@@ -766,15 +766,15 @@ async fn read(
     Ok(rows)
 }
 
-/// The page statement of `select` (see [`read`]); the documents and lists
-/// of products larger than `whole` read as empty.
-fn statement(
+/// `select` reading the product's own columns `with` asks for, and an
+/// empty value in place of each other one; documents of products larger
+/// than `whole` read as empty too.
+fn product_columns(
     backend: DbBackend,
     select: Select<product::Entity>,
     with: With,
-    counted: Option<SelectStatement>,
     whole: Option<u64>,
-) -> Result<Statement, DbErr> {
+) -> Select<product::Entity> {
     let mut select = select.select_only();
     for column in product::Column::iter() {
         select = match with.details.reads(column) {
@@ -786,6 +786,19 @@ fn statement(
             false => select.expr_as(empty(backend, column), column.as_str()),
         };
     }
+    select
+}
+
+/// The page statement of `select` (see [`read`]); the documents and lists
+/// of products larger than `whole` read as empty.
+fn statement(
+    backend: DbBackend,
+    select: Select<product::Entity>,
+    with: With,
+    counted: Option<SelectStatement>,
+    whole: Option<u64>,
+) -> Result<Statement, DbErr> {
+    let select = product_columns(backend, select, with, whole);
     let mut statement = if with.sellers {
         let mut joined = select.left_join(seller::Entity);
         for column in seller::Column::iter() {

@@ -155,26 +155,9 @@ pub async fn serve(
     }
     drop(listener);
     stop.send_replace(true);
-    let grace = Duration::from_secs(config.shutdown_grace_secs);
-    let open = || slots.open();
-    tracing::info!(
-        open_connections = open(),
-        "stopped accepting connections; waiting up to {} s for them to finish",
-        grace.as_secs()
-    );
-    // Every connection, a WebSocket's too, holds its slot until it closes.
-    let all_closed = async {
-        let served = slots.served.acquire_many(cap).await;
-        let probes = slots.probes.acquire_many(slots.probe_cap).await;
-        (served, probes)
-    };
-    if tokio::time::timeout(grace, all_closed).await.is_err() {
-        tracing::warn!(
-            "the shutdown grace period of {} s is over; connections cut: {}",
-            grace.as_secs(),
-            open()
-        );
-    }
+    slots
+        .drained(Duration::from_secs(config.shutdown_grace_secs))
+        .await;
     Ok(())
 }
 
@@ -214,6 +197,28 @@ impl Slot {
 }
 
 impl Slots {
+    /// Waits, at most `grace`, for every connection to close: each one, a
+    /// WebSocket's too, holds its slot until then.
+    async fn drained(&self, grace: Duration) {
+        tracing::info!(
+            open_connections = self.open(),
+            "stopped accepting connections; waiting up to {} s for them to finish",
+            grace.as_secs()
+        );
+        let all_closed = async {
+            let served = self.served.acquire_many(self.cap).await;
+            let probes = self.probes.acquire_many(self.probe_cap).await;
+            (served, probes)
+        };
+        if tokio::time::timeout(grace, all_closed).await.is_err() {
+            tracing::warn!(
+                "the shutdown grace period of {} s is over; connections cut: {}",
+                grace.as_secs(),
+                self.open()
+            );
+        }
+    }
+
     /// A slot for the connection just accepted: a free one under the cap;
     /// else the one of the connection idle the longest, which is asked to
     /// close; else one kept for the probes; else the first to come free

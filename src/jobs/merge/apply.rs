@@ -413,6 +413,25 @@ fn variant(
         .add(region)
 }
 
+/// Why the price `p` (with `old_price`) is flagged against the variant's
+/// `current` one, if it is: a jump past [`PRICE_JUMP`] wins over an old
+/// price below the price.
+fn price_flag(
+    p: &ScrapedPrice,
+    old_price: f64,
+    current: Option<&current_price::Model>,
+) -> Option<String> {
+    if let Some(c) = current.filter(|c| c.price > 0.0)
+        && (p.price > c.price * PRICE_JUMP || p.price < c.price / PRICE_JUMP)
+    {
+        return Some(format!(
+            "price {} differs from the current price {} by more than 50%",
+            p.price, c.price
+        ));
+    }
+    (old_price < p.price).then(|| format!("old_price {old_price} is below price {}", p.price))
+}
+
 /// Updates the variant's current price and history; returns a flag reason.
 async fn record_price(
     db: &impl ConnectionTrait,
@@ -430,18 +449,7 @@ async fn record_price(
         ))
         .one(db)
         .await?;
-    let mut flag = None;
-    if old_price < p.price {
-        flag = Some(format!("old_price {old_price} is below price {}", p.price));
-    }
-    if let Some(c) = current.as_ref().filter(|c| c.price > 0.0)
-        && (p.price > c.price * PRICE_JUMP || p.price < c.price / PRICE_JUMP)
-    {
-        flag = Some(format!(
-            "price {} differs from the current price {} by more than 50%",
-            p.price, c.price
-        ));
-    }
+    let flag = price_flag(p, old_price, current.as_ref());
     let repeats = current.as_ref().is_some_and(|c| {
         c.price == p.price
             && c.old_price == old_price
