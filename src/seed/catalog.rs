@@ -41,6 +41,125 @@ fn ago(days: i64, seconds: i64) -> DateTime<Utc> {
     super::anchor() - TimeDelta::days(days) - TimeDelta::seconds(seconds)
 }
 
+/// The product's name in the three languages (noun, brand, model,
+/// colour), and its colour.
+fn names(rng: &mut ChaCha8Rng, noun: &Names, brand: &str) -> ([String; 3], &'static Names) {
+    let model = format!(
+        "{}{}",
+        ["X", "Pro ", "Lite ", "S", "M", ""][rng.random_range(0..6)],
+        rng.random_range(1..990)
+    );
+    let color = pick(rng, vocab::COLORS);
+    let names =
+        std::array::from_fn(|lang| format!("{} {brand} {model}, {}", noun[lang], color[lang]));
+    (names, color)
+}
+
+/// Half the products show a rating and a review count.
+fn stats(rng: &mut ChaCha8Rng) -> Option<Value> {
+    rng.random_bool(0.5).then(|| {
+        json!({ "rating": f64::from(rng.random_range(30..=50u8)) / 10.0, "reviews_count": rng.random_range(0..5000) })
+    })
+}
+
+/// What a rouble is worth in `currency`, roughly.
+fn rubles_to(currency: &str) -> f64 {
+    match currency {
+        "KZT" => 5.3,
+        "BYN" => 0.035,
+        _ => 1.0,
+    }
+}
+
+/// When a product was first and last seen: up to half a year back.
+fn seen(rng: &mut ChaCha8Rng) -> (DateTime<Utc>, DateTime<Utc>) {
+    let age_days = rng.random_range(1..180);
+    let first_seen_at = ago(age_days, rng.random_range(0..86_400));
+    let last_seen_at =
+        ago(rng.random_range(0..age_days), rng.random_range(0..3600)).max(first_seen_at);
+    (first_seen_at, last_seen_at)
+}
+
+/// A category path in the three languages and the noun of its leaf; about
+/// one product in twenty has none, and some sit one level up, so that
+/// depths differ.
+fn category(rng: &mut ChaCha8Rng, index: u64) -> ([Vec<String>; 3], &'static Names) {
+    if rng.random_bool(0.05) {
+        return (Default::default(), pick(rng, vocab::UNCATEGORIZED));
+    }
+    let root = pick(rng, vocab::TREE);
+    let branch = pick(rng, root.branches);
+    let leaf = pick(rng, branch.leaves);
+    let path = |lang: usize| {
+        let mut p = vec![root.name[lang].to_owned(), branch.name[lang].to_owned()];
+        if index % 7 != 3 {
+            p.push(leaf.name[lang].to_owned());
+        }
+        p
+    };
+    ([path(0), path(1), path(2)], pick(rng, leaf.nouns))
+}
+
+/// The product's attributes in language `lang`.
+fn attributes(lang: usize, color: &Names, index: u64) -> Value {
+    let (color_key, material_key) = match lang {
+        0 => ("цвет", "материал"),
+        1 => ("color", "material"),
+        _ => ("түсі", "материал"),
+    };
+    let material = vocab::MATERIALS[index as usize % vocab::MATERIALS.len()];
+    json!({ color_key: color[lang], material_key: material, "original": !index.is_multiple_of(3) })
+}
+
+/// The product's languages (Russian, the default, then some of English and
+/// Kazakh) and the one it was first seen in.
+fn languages(rng: &mut ChaCha8Rng) -> (Vec<usize>, &'static str) {
+    let mut languages = vec![0usize];
+    if rng.random_bool(0.6) {
+        languages.push(1);
+    }
+    if rng.random_bool(0.2) {
+        languages.push(2);
+    }
+    let first_seen = if languages.contains(&1) && rng.random_bool(0.15) {
+        "en"
+    } else {
+        "ru"
+    };
+    (languages, first_seen)
+}
+
+/// The product page a marketplace shows `external_id` at.
+fn page_url(marketplace: Marketplace, external_id: &str) -> String {
+    match marketplace {
+        Marketplace::Wildberries => {
+            format!("https://www.wildberries.ru/catalog/{external_id}/detail.aspx")
+        }
+        Marketplace::Ozon => format!("https://www.ozon.ru/product/{external_id}/"),
+        Marketplace::YandexMarket => format!("https://market.yandex.ru/product/{external_id}"),
+        Marketplace::Megamarket => format!("https://megamarket.ru/catalog/details/{external_id}/"),
+    }
+}
+
+/// Seven products in ten unverified, a quarter verified, the rest flagged.
+fn trust_status(rng: &mut ChaCha8Rng) -> TrustStatus {
+    match rng.random_range(0..100) {
+        0..70 => TrustStatus::Unverified,
+        70..95 => TrustStatus::Verified,
+        _ => TrustStatus::Flagged,
+    }
+}
+
+/// The brand's first three letters or digits, upper-cased, and five digits.
+fn seller_code(rng: &mut ChaCha8Rng, brand: &str) -> String {
+    let brand_code: String = brand
+        .chars()
+        .filter(|c| c.is_alphanumeric())
+        .take(3)
+        .collect();
+    format!("{}-{}", brand_code.to_uppercase(), digits(rng, "", 5))
+}
+
 /// The generator's memory between batches: brands, sellers, and a sample of
 /// products for the demo sessions.
 pub struct Catalog {
@@ -184,87 +303,21 @@ impl Catalog {
         let marketplace = self.sellers[seller].marketplace;
         let id = self.ids.uuid(Kind::Product, index);
 
-        // Category path in three languages; about one product in twenty has none.
-        let (paths, noun): ([Vec<String>; 3], &Names) = if rng.random_bool(0.05) {
-            (Default::default(), pick(rng, vocab::UNCATEGORIZED))
-        } else {
-            let root = pick(rng, vocab::TREE);
-            let branch = pick(rng, root.branches);
-            let leaf = pick(rng, branch.leaves);
-            let path = |lang: usize| {
-                let mut p = vec![root.name[lang].to_owned(), branch.name[lang].to_owned()];
-                // Some products sit one level up, so depths differ.
-                if index % 7 != 3 {
-                    p.push(leaf.name[lang].to_owned());
-                }
-                p
-            };
-            ([path(0), path(1), path(2)], pick(rng, leaf.nouns))
-        };
+        let (paths, noun) = category(rng, index);
         let brand = self.brands[rng.random_range(0..self.brands.len())].clone();
-        let model = format!(
-            "{}{}",
-            ["X", "Pro ", "Lite ", "S", "M", ""][rng.random_range(0..6)],
-            rng.random_range(1..990)
-        );
-        let color = pick(rng, vocab::COLORS);
-        let names: [String; 3] =
-            std::array::from_fn(|lang| format!("{} {brand} {model}, {}", noun[lang], color[lang]));
-        let attributes = |lang: usize| -> Value {
-            let (color_key, material_key) = match lang {
-                0 => ("цвет", "материал"),
-                1 => ("color", "material"),
-                _ => ("түсі", "материал"),
-            };
-            json!({ color_key: color[lang], material_key: vocab::MATERIALS[index as usize % vocab::MATERIALS.len()], "original": !index.is_multiple_of(3) })
-        };
+        let (names, color) = names(rng, noun, &brand);
+        let attributes = |lang: usize| attributes(lang, color, index);
+        let (languages, first_seen_language) = languages(rng);
 
-        // Russian is the default language; some products also have English and Kazakh.
-        let mut languages = vec![0usize];
-        if rng.random_bool(0.6) {
-            languages.push(1);
-        }
-        if rng.random_bool(0.2) {
-            languages.push(2);
-        }
-        let first_seen_language = if languages.contains(&1) && rng.random_bool(0.15) {
-            "en"
-        } else {
-            "ru"
-        };
-
-        let age_days = rng.random_range(1..180);
-        let first_seen_at = ago(age_days, rng.random_range(0..86_400));
-        let last_seen_at =
-            ago(rng.random_range(0..age_days), rng.random_range(0..3600)).max(first_seen_at);
+        let (first_seen_at, last_seen_at) = seen(rng);
         let external_id = self.ids.external_id(index);
-        let host = match marketplace {
-            Marketplace::Wildberries => {
-                format!("https://www.wildberries.ru/catalog/{external_id}/detail.aspx")
-            }
-            Marketplace::Ozon => format!("https://www.ozon.ru/product/{external_id}/"),
-            Marketplace::YandexMarket => format!("https://market.yandex.ru/product/{external_id}"),
-            Marketplace::Megamarket => {
-                format!("https://megamarket.ru/catalog/details/{external_id}/")
-            }
-        };
+        let host = page_url(marketplace, &external_id);
         let image = |n: u32| format!("https://cdn.example-images.ru/{external_id}/{n}.webp");
         let gallery: Vec<String> = (1..=rng.random_range(1..6)).map(image).collect();
         let has_video = rng.random_bool(0.3);
-        let trust_status = match rng.random_range(0..100) {
-            0..70 => TrustStatus::Unverified,
-            70..95 => TrustStatus::Verified,
-            _ => TrustStatus::Flagged,
-        };
-        let brand_code: String = brand
-            .chars()
-            .filter(|c| c.is_alphanumeric())
-            .take(3)
-            .collect();
-        let seller_code = format!("{}-{}", brand_code.to_uppercase(), digits(rng, "", 5));
-        let stats = rng.random_bool(0.5).then(|| {
-            json!({ "rating": f64::from(rng.random_range(30..=50u8)) / 10.0, "reviews_count": rng.random_range(0..5000) })
-        });
+        let trust_status = trust_status(rng);
+        let seller_code = seller_code(rng, &brand);
+        let stats = stats(rng);
 
         let keys = SearchKeys::of(
             &brand,
@@ -278,7 +331,7 @@ impl Catalog {
                 .into_iter()
                 .filter_map(|row| row.try_into_model().ok()),
         );
-        let mut model = product::Model {
+        let model = product::Model {
             id,
             marketplace,
             url: text::normalize_url(&host),
@@ -307,22 +360,32 @@ impl Catalog {
             default_language: "ru".to_owned(),
             first_seen_at,
             last_seen_at,
-            // Measured below, once everything it shows is made.
+            // Measured by `add`, once everything it shows is made.
             stored_size: 0,
         };
 
-        let translations: Vec<product_translation::Model> = languages
-            .iter()
-            .filter(|&&lang| lang != 0)
-            .map(|&lang| product_translation::Model {
-                product_id: id,
-                language: vocab::LANGUAGES[lang].to_owned(),
-                name: names[lang].clone(),
-                category_path: StringList(paths[lang].clone()),
-                attributes: attributes(lang),
-                updated_at: last_seen_at,
-            })
-            .collect();
+        let translation = |lang: usize| product_translation::Model {
+            product_id: id,
+            language: vocab::LANGUAGES[lang].to_owned(),
+            name: names[lang].clone(),
+            category_path: StringList(paths[lang].clone()),
+            attributes: attributes(lang),
+            updated_at: last_seen_at,
+        };
+        let translations = languages[1..].iter().map(|&lang| translation(lang));
+        self.add(rng, batch, model, seller, translations.collect());
+    }
+
+    /// Adds the product with its translations, price history and the
+    /// stored size of all it shows to `batch`.
+    fn add(
+        &mut self,
+        rng: &mut ChaCha8Rng,
+        batch: &mut Rows,
+        mut model: product::Model,
+        seller: usize,
+        translations: Vec<product_translation::Model>,
+    ) {
         let (current, special) = self.prices(rng, &model, &mut batch.observations);
         model.stored_size = stored_size(ProductView {
             product: model.clone(),
@@ -363,11 +426,7 @@ impl Catalog {
             } else {
                 UserAuthStatus::Anonymous
             };
-            let rate = match currency {
-                "KZT" => 5.3,
-                "BYN" => 0.035,
-                _ => 1.0,
-            };
+            let rate = rubles_to(currency);
             let observations = rng.random_range(3..=8);
             let mut price = base * rate;
             let first_row = history.len();

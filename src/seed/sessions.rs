@@ -9,6 +9,7 @@ use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, DatabaseConnection, EntityTrait, NotSet, TransactionTrait,
 };
 use serde_json::Value;
+use uuid::Uuid;
 
 use super::catalog::{Catalog, item_payload};
 use super::{DEMO_ACCOUNT, anchor};
@@ -93,29 +94,8 @@ pub async fn seed_demo_account(
         for status in statuses.iter().copied() {
             let (product, payload) = &sample[next % sample.len()];
             next += 1;
-            let (payload, product_id, reason) = match status {
-                Merged => (payload.clone(), Some(product.id), None),
-                Flagged => (
-                    payload.clone(),
-                    Some(product.id),
-                    Some("price differs from its recent history by more than 50%".to_owned()),
-                ),
-                Rejected => (
-                    with_field(payload, "name", Value::String(String::new())),
-                    None,
-                    Some("name must not be empty".to_owned()),
-                ),
-                // Not merged yet: items of products the catalog does not hold.
-                Pending | Processing => {
-                    let external_id = catalog.unknown_external_id(unknown);
-                    unknown += 1;
-                    (
-                        with_field(payload, "external_id", Value::String(external_id)),
-                        None,
-                        None,
-                    )
-                }
-            };
+            let (payload, product_id, reason) =
+                outcome(status, product.id, payload, catalog, &mut unknown);
             rows.push(submission::ActiveModel {
                 id: NotSet,
                 session_id: Set(session.id),
@@ -135,6 +115,41 @@ pub async fn seed_demo_account(
         sessions: PLANS.len() as u64,
         key: key.secret,
     })
+}
+
+/// A demo submission of `status` for the item `payload` of `product`: the
+/// payload stored, the product merged into and the reason given. Pending
+/// and processing ones name products the catalog does not hold, the
+/// `unknown`-th next.
+fn outcome(
+    status: SubmissionStatus,
+    product: Uuid,
+    payload: &Value,
+    catalog: &Catalog,
+    unknown: &mut u64,
+) -> (Value, Option<Uuid>, Option<String>) {
+    match status {
+        Merged => (payload.clone(), Some(product), None),
+        Flagged => (
+            payload.clone(),
+            Some(product),
+            Some("price differs from its recent history by more than 50%".to_owned()),
+        ),
+        Rejected => (
+            with_field(payload, "name", Value::String(String::new())),
+            None,
+            Some("name must not be empty".to_owned()),
+        ),
+        Pending | Processing => {
+            let external_id = catalog.unknown_external_id(*unknown);
+            *unknown += 1;
+            (
+                with_field(payload, "external_id", Value::String(external_id)),
+                None,
+                None,
+            )
+        }
+    }
 }
 
 fn with_field(payload: &Value, field: &str, value: Value) -> Value {
