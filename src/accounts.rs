@@ -22,8 +22,9 @@ const KEY_PREFIX: &str = "vtr_";
 /// Characters of the key kept for display (`vtr_` and 8 hex digits).
 const DISPLAY_PREFIX_LEN: usize = 12;
 /// `last_used_at` is refreshed at most this often, so authentication does not
-/// write on every request.
-const LAST_USED_RESOLUTION: TimeDelta = TimeDelta::minutes(1);
+/// write on every request (a key remembered in memory is looked up again
+/// this often, see `state::known_keys`).
+pub(crate) const LAST_USED_RESOLUTION: TimeDelta = TimeDelta::minutes(1);
 
 /// The caller behind a valid key.
 #[derive(Debug, Clone)]

@@ -25,9 +25,9 @@ pub const FRESH: Duration = Duration::from_millis(1_000);
 /// only the keys in use.
 const IDLE: Duration = Duration::from_secs(60);
 
-/// How long a key is served from memory before it is looked up again, so
-/// that its `last_used_at` keeps the resolution the lookup gives it.
-const LOOKED_UP_FOR: TimeDelta = TimeDelta::minutes(1);
+/// How long a key is served from memory before it is looked up again: the
+/// resolution of its `last_used_at`, which the lookup keeps.
+const LOOKED_UP_FOR: TimeDelta = crate::accounts::LAST_USED_RESOLUTION;
 
 /// The remembered keys, by the hash of their secret.
 pub struct KnownKeys {

@@ -4,9 +4,9 @@
 
 use chrono::{DateTime, TimeDelta, Utc};
 use entity::{
-    Marketplace, StringList, SubmissionStatus, TrustStatus, UserAuthStatus, brand_snapshot,
-    category_snapshot, current_price, price_observation, product, product_translation,
-    scrape_session, seller, special_price, submission,
+    Marketplace, StringList, SubmissionStatus, SubscriptionStatus, TrustStatus, UserAuthStatus,
+    brand_snapshot, category_snapshot, current_price, price_observation, product,
+    product_translation, scrape_session, seller, special_price, submission, webhook_subscription,
 };
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, DatabaseConnection, EntityTrait, IntoActiveModel, NotSet,
@@ -262,6 +262,37 @@ pub async fn insert_session(
     .insert(db)
     .await
     .expect("insert session")
+}
+
+/// A webhook subscription of `account_id` to finished sessions (the
+/// default events), written as it is stored, whatever its target.
+pub async fn insert_subscription(
+    db: &DatabaseConnection,
+    account_id: Uuid,
+    target_url: &str,
+    status: SubscriptionStatus,
+    created_at: DateTime<Utc>,
+) -> Uuid {
+    let id = Uuid::new_v4();
+    webhook_subscription::ActiveModel {
+        id: Set(id),
+        account_id: Set(account_id),
+        target_url: Set(target_url.into()),
+        secret: Set("whsec_test".into()),
+        previous_secret: Set(None),
+        previous_secret_expires_at: Set(None),
+        status: Set(status),
+        consecutive_failures: Set(0),
+        created_at: Set(created_at),
+        disabled_at: Set(None),
+        session_events: Set(true),
+        price_events: Set(false),
+        price_filter: Set(None),
+    }
+    .insert(db)
+    .await
+    .expect("insert subscription");
+    id
 }
 
 pub async fn insert_submission(

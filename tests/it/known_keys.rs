@@ -8,17 +8,17 @@ use vitrina::clock::Clock;
 use vitrina::config::Settings;
 
 use crate::helpers::{TestApp, eventually, test_limits};
+use crate::rest_access::expect_unauthorized;
+
+/// A request with `key`, to the app or one of its replicas.
+async fn get(app: &TestApp, base: &str, key: &str) -> reqwest::Response {
+    let request = app.client.get(format!("{base}/v1/rate_limit"));
+    request.bearer_auth(key).send().await.unwrap()
+}
 
 /// The status of a request with `key`, to the app or one of its replicas.
 async fn status(app: &TestApp, base: &str, key: &str) -> u16 {
-    let response = app.client.get(format!("{base}/v1/rate_limit"));
-    response
-        .bearer_auth(key)
-        .send()
-        .await
-        .unwrap()
-        .status()
-        .as_u16()
+    get(app, base, key).await.status().as_u16()
 }
 
 /// Sends requests until one is served from memory (the first revocation
@@ -107,4 +107,8 @@ async fn a_revoked_key_is_refused_within_a_second_on_every_replica() {
         },
     )
     .await;
+    // Refused as every unknown key is, with nothing to tell them apart.
+    for base in &bases {
+        expect_unauthorized(get(&app, base, &new.secret).await).await;
+    }
 }

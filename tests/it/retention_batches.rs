@@ -13,7 +13,7 @@ use vitrina::config::Settings;
 use vitrina::jobs::retention::Purged;
 use vitrina::jobs::scheduler::Jobs;
 
-use crate::fixtures::insert_session;
+use crate::fixtures::{insert_session, insert_subscription};
 use crate::helpers::uploads::{item, send, with};
 use crate::helpers::{TestApp, iso};
 
@@ -97,31 +97,17 @@ async fn a_pass_stops_at_its_batches_and_the_next_pass_goes_on() {
 /// session of its own, finished at `finished_at` (None: still being sent).
 async fn delivery(app: &TestApp, key: &str, finished_at: Option<DateTime<Utc>>) -> Uuid {
     let session = insert_session(&app.db, key, app.clock.now()).await;
-    let subscription = entity::webhook_subscription::ActiveModel {
-        id: Set(Uuid::new_v4()),
-        account_id: Set(session.account_id),
-        target_url: Set("https://hooks.example/vitrina".into()),
-        secret: Set("secret".into()),
-        previous_secret: Set(None),
-        previous_secret_expires_at: Set(None),
-        status: Set(SubscriptionStatus::Active),
-        consecutive_failures: Set(0),
-        created_at: Set(app.clock.now()),
-        disabled_at: Set(None),
-        session_events: Set(true),
-        price_events: Set(false),
-        price_filter: Set(None),
-    }
-    .insert(&app.db)
-    .await
-    .unwrap();
+    let target = "https://hooks.example/vitrina";
+    let active = SubscriptionStatus::Active;
+    let subscription =
+        insert_subscription(&app.db, session.account_id, target, active, app.clock.now()).await;
     let status = match finished_at {
         Some(_) => DeliveryStatus::Succeeded,
         None => DeliveryStatus::Pending,
     };
     webhook_delivery::ActiveModel {
         id: Set(Uuid::new_v4()),
-        subscription_id: Set(subscription.id),
+        subscription_id: Set(subscription),
         session_id: Set(session.id),
         event: Set("scrape_session.completed".into()),
         payload: Set("{}".into()),

@@ -3,14 +3,15 @@
 //! fires nothing.
 
 use chrono::TimeDelta;
-use entity::{SubscriptionStatus, webhook_delivery, webhook_subscription};
-use sea_orm::{ActiveModelTrait, ActiveValue::Set, EntityTrait, PaginatorTrait};
+use entity::{SubscriptionStatus, webhook_delivery};
+use sea_orm::{EntityTrait, PaginatorTrait};
 use serde_json::{Value, json};
 use uuid::Uuid;
 use vitrina::clock::Clock;
 use vitrina::jobs::merge;
 
 use super::{merge_all, settings};
+use crate::fixtures::insert_subscription;
 use crate::helpers::TestApp;
 use crate::helpers::uploads::{item, send, with};
 async fn subscribe(app: &TestApp, key: &str, active: bool) -> Uuid {
@@ -18,29 +19,13 @@ async fn subscribe(app: &TestApp, key: &str, active: bool) -> Uuid {
         .await
         .unwrap()
         .unwrap();
-    let id = Uuid::new_v4();
-    webhook_subscription::ActiveModel {
-        id: Set(id),
-        account_id: Set(caller.account_id),
-        target_url: Set("https://hooks.example/vitrina".into()),
-        secret: Set("whsec_test".into()),
-        status: Set(if active {
-            SubscriptionStatus::Active
-        } else {
-            SubscriptionStatus::Disabled
-        }),
-        consecutive_failures: Set(0),
-        created_at: Set(app.clock.now()),
-        disabled_at: Set(None),
-        session_events: Set(true),
-        price_events: Set(false),
-        price_filter: Set(None),
-        ..Default::default()
-    }
-    .insert(&app.db)
-    .await
-    .unwrap();
-    id
+    let status = if active {
+        SubscriptionStatus::Active
+    } else {
+        SubscriptionStatus::Disabled
+    };
+    let target = "https://hooks.example/vitrina";
+    insert_subscription(&app.db, caller.account_id, target, status, app.clock.now()).await
 }
 
 #[tokio::test]

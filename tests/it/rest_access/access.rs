@@ -6,7 +6,7 @@ use chrono::TimeDelta;
 use reqwest::{Method, Response};
 use vitrina::limits::Limits;
 
-use super::{expect_error, get_with};
+use super::{expect_error, expect_unauthorized, get_with};
 use crate::helpers::{TestApp, header, test_start};
 const SOME_ID: &str = "00000000-0000-4000-8000-000000000001";
 
@@ -32,17 +32,8 @@ async fn send_as(app: &TestApp, method: Method, key: &str, path: &str) -> Respon
         .await
         .expect("request")
 }
-// ---------------------------------------------------------------- auth
 
-async fn expect_unauthorized(response: Response) {
-    let headers = expect_error(response, 401, "unauthorized").await;
-    assert_eq!(
-        headers
-            .get("www-authenticate")
-            .and_then(|v| v.to_str().ok()),
-        Some("Bearer")
-    );
-}
+// ---------------------------------------------------------------- auth
 
 #[tokio::test]
 async fn missing_authorization_header_is_unauthorized() {

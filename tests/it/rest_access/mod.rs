@@ -37,6 +37,18 @@ async fn expect_error(response: Response, status: u16, code: &str) -> reqwest::h
     headers
 }
 
+/// Asserts the documented refusal of a missing, malformed, unknown or revoked
+/// key: 401 `unauthorized` with `WWW-Authenticate: Bearer`.
+pub(crate) async fn expect_unauthorized(response: Response) {
+    let headers = expect_error(response, 401, "unauthorized").await;
+    assert_eq!(
+        headers
+            .get("www-authenticate")
+            .and_then(|v| v.to_str().ok()),
+        Some("Bearer")
+    );
+}
+
 async fn get_with(app: &TestApp, path: &str, name: &str, value: &str) -> Response {
     app.client
         .get(app.url(path))

@@ -3,13 +3,12 @@
 //! once, the cap of five, disabling, tenancy and bad requests.
 
 use chrono::TimeDelta;
-use entity::{DeliveryStatus, SubscriptionStatus, webhook_subscription};
-use sea_orm::{ActiveModelTrait, ActiveValue::Set};
+use entity::{DeliveryStatus, SubscriptionStatus};
 use serde_json::{Value, json};
-use uuid::Uuid;
 use vitrina::config::WebhookConfig;
 
 use super::{Hooks, WEBHOOKS, call, create, dev_config, disable};
+use crate::fixtures::insert_subscription;
 use crate::helpers::TestApp;
 use crate::helpers::receiver::ConnectionCounter;
 
@@ -33,23 +32,14 @@ async fn delivery_rechecks_the_target_and_never_dials_a_refused_one() {
         format!("https://[::ffff:0:127.0.0.1]:{port}/hook"),
         format!("http://example.com:{port}/hook"),
     ] {
-        webhook_subscription::ActiveModel {
-            id: Set(Uuid::new_v4()),
-            account_id: Set(h.account_id),
-            target_url: Set(url),
-            secret: Set("whsec_x".into()),
-            status: Set(SubscriptionStatus::Active),
-            consecutive_failures: Set(0),
-            created_at: Set(h.now()),
-            disabled_at: Set(None),
-            session_events: Set(true),
-            price_events: Set(false),
-            price_filter: Set(None),
-            ..Default::default()
-        }
-        .insert(&h.app.db)
-        .await
-        .unwrap();
+        insert_subscription(
+            &h.app.db,
+            h.account_id,
+            &url,
+            SubscriptionStatus::Active,
+            h.now(),
+        )
+        .await;
     }
     h.complete_session().await;
 
