@@ -338,7 +338,7 @@ pub struct JobsConfig {
 }
 
 /// Rows one retention delete removes when `VITRINA_RETENTION_BATCH` is not
-/// set. See README, "Retention", for the measured cost of a batch.
+/// set. bench/README.md, "Write side", has the measured cost of a batch.
 pub const DEFAULT_RETENTION_BATCH: u64 = 5_000;
 
 /// Retention deletes per tick when `VITRINA_RETENTION_BATCHES_PER_TICK` is

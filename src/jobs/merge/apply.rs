@@ -1,6 +1,6 @@
 //! Writes one valid item into the catalog, inside the caller's transaction.
 //!
-//! Rules (also in the README):
+//! Rules (also in docs/architecture.md, "How a merge flows"):
 //! - A product is identified by marketplace + external_id; a seller by
 //!   marketplace + seller id. Both are created on first sight.
 //! - Newest observation wins: product-level fields (url, brand, images,

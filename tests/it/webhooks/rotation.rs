@@ -314,7 +314,7 @@ fn stripe_verifies(body: &[u8], header: &str, secret: &str) -> Result<(), String
 // Needs Python with Stripe's library, which `cargo test` cannot install
 // (tests reach loopback only): `.ci/run` makes it and runs this by name.
 #[tokio::test]
-#[ignore = "needs Python with the stripe package: see README, Testing"]
+#[ignore = "needs Python with the stripe package: see docs/contributing.md, Tests"]
 async fn stripes_library_accepts_a_rotated_delivery_with_either_secret() {
     let mut h = Hooks::start().await;
     let (_, old, new) = subscribe_and_rotate(&h).await;
