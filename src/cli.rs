@@ -299,7 +299,8 @@ async fn announce_demo(
 
 /// Listens for SIGTERM (what container runtimes and systemd send) and
 /// SIGINT (Ctrl-C) from now on, so that neither ends the process at once:
-/// the future resolves at the first of them, and serving drains.
+/// the future resolves at the first of them, and serving drains. A second
+/// one ends the process at once, as an operator who sends it means.
 fn shutdown_signal() -> std::io::Result<impl Future<Output = ()> + Send + 'static> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut terminate = signal(SignalKind::terminate())?;
@@ -310,5 +311,14 @@ fn shutdown_signal() -> std::io::Result<impl Future<Output = ()> + Send + 'stati
             _ = interrupt.recv() => "SIGINT",
         };
         tracing::info!("{received} received: shutting down");
+        tokio::spawn(async move {
+            // The status a shell gives a process the signal ended: 128 + its number.
+            let (received, status) = tokio::select! {
+                _ = terminate.recv() => ("SIGTERM", 128 + 15),
+                _ = interrupt.recv() => ("SIGINT", 128 + 2),
+            };
+            tracing::warn!("second signal ({received}): exiting at once, with {status}");
+            std::process::exit(status);
+        });
     })
 }

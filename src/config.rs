@@ -482,9 +482,17 @@ pub struct HttpConfig {
 
     /// Seconds a shutdown (SIGTERM or SIGINT) waits for requests in flight
     /// and for the jobs' current work to finish; then the connections still
-    /// open are cut. No connection is accepted meanwhile.
+    /// open are cut. Meanwhile every answer closes its connection, and
+    /// `/readyz` answers 503 `draining`.
     #[arg(long, env = "VITRINA_SHUTDOWN_GRACE_SECS", default_value_t = 30)]
     pub shutdown_grace_secs: u64,
+
+    /// Milliseconds a connection with no request in flight is kept open once
+    /// a shutdown has started (from then, or from its accept), so that a
+    /// request its client is sending already is answered instead of being
+    /// lost with the connection; then it is closed.
+    #[arg(long, env = "VITRINA_SHUTDOWN_IDLE_CLOSE_MS", default_value_t = 500)]
+    pub shutdown_idle_close_ms: u64,
 
     /// Seconds a client may reuse an answer of `/v1/categories` or
     /// `/v1/brands` without asking again (`Cache-Control: private,
@@ -590,6 +598,7 @@ impl Default for HttpConfig {
             http_max_connections: None,
             http_max_connections_per_client: None,
             shutdown_grace_secs: 30,
+            shutdown_idle_close_ms: 500,
             snapshot_max_age_secs: 300,
             http_max_request_id_chars: DEFAULT_MAX_REQUEST_ID_CHARS,
             http_probe_connections: DEFAULT_PROBE_CONNECTIONS,

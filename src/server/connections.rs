@@ -34,10 +34,25 @@
 //! WebSocket, which keeps itself alive: no deadline applies to it any more,
 //! but it keeps its place under the cap until it closes.
 //!
-//! At shutdown, accepting stops and every connection finishes the request it
-//! is serving, then closes (WebSockets close themselves, see
-//! [`crate::state::Draining`]). The shutdown grace period bounds this wait: once it
-//! is over, the connections still open are cut.
+//! At shutdown the server drains, losing no request a client has sent:
+//!
+//! - every answer from then on carries `Connection: close`, and the
+//!   connection closes after it (then FIN), so a client learns it must go
+//!   elsewhere from an answer, never from a dropped request;
+//! - a connection with no request in flight (idle, or accepted with nothing
+//!   read yet) is closed once it has stayed so for
+//!   `VITRINA_SHUTDOWN_IDLE_CLOSE_MS`: closing it at once would lose a
+//!   request already on its way, which a looping client sends within
+//!   microseconds of its last answer;
+//! - new connections are still accepted and served (`/readyz` answers 503
+//!   `draining`) until every connection open at the signal has finished, so
+//!   that a load balancer sees the drain; then the connections already
+//!   waiting in the listen backlog are taken, the listener closes, and the
+//!   last of them finish;
+//! - WebSockets close themselves (see [`crate::state::Draining`]).
+//!
+//! The shutdown grace period bounds the whole drain: once it is over, the
+//! connections still open are cut.
 
 use std::convert::Infallible;
 use std::future::{Future, poll_fn};
@@ -49,15 +64,17 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::http::{Request, Response};
+use axum::http::{Request, Response, StatusCode};
 use hyper::body::{Frame, Incoming, SizeHint};
 use hyper::server::conn::http1;
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
+use rustix::net::SocketFlags;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, watch};
-use tokio::time::{Instant, sleep_until};
+use tokio::time::{Instant, Sleep, sleep, sleep_until};
+use tokio_util::task::TaskTracker;
 
 use super::fairness::{ClientSlot, Clients, IdleQueue, OverLimit, Place};
 use crate::config::HttpConfig;
@@ -123,43 +140,137 @@ pub async fn serve(
     let deadlines = Deadlines {
         header: Duration::from_millis(config.http_header_timeout_ms),
         idle: Duration::from_millis(config.http_idle_timeout_ms),
+        drain_idle: Duration::from_millis(config.shutdown_idle_close_ms),
     };
     let (stop, _) = watch::channel(false);
-    let mut shutdown = pin!(shutdown);
-    loop {
-        let (stream, client) = tokio::select! {
-            biased;
-            () = &mut shutdown => break,
-            accepted = accept(&listener, &clients) => accepted,
+    let serving = Serving {
+        router,
+        deadlines,
+        slots,
+        clients,
+        stop,
+    };
+    // Connections accepted before the signal: the drain waits for them.
+    let before = TaskTracker::new();
+    let waiting = serving
+        .accept_until(&listener, shutdown, |connection| {
+            before.spawn(connection);
+        })
+        .await;
+    serving.stop.send_replace(true);
+    before.close();
+    let grace = Duration::from_secs(config.shutdown_grace_secs);
+    let deadline = Instant::now() + grace;
+    tracing::info!(
+        open_connections = serving.slots.open(),
+        "draining: every answer closes its connection; new connections are served until \
+         the ones open now have finished, for at most {} s",
+        grace.as_secs()
+    );
+    let drain = async {
+        serving.serve_later(waiting).await;
+        let waiting = serving
+            .accept_until(&listener, before.wait(), |connection| {
+                tokio::spawn(connection);
+            })
+            .await;
+        serving.serve_later(waiting).await;
+        serving.take_waiting(&listener).await;
+    };
+    let _ = tokio::time::timeout_at(deadline, drain).await;
+    drop(listener);
+    serving.slots.drained(deadline).await;
+    Ok(())
+}
+
+/// A connection accepted and not yet given a slot.
+type Accepted = (TcpStream, ClientSlot);
+
+/// What serving a connection takes.
+struct Serving {
+    router: Router,
+    deadlines: Deadlines,
+    slots: Slots,
+    clients: Arc<Clients>,
+    /// `true` once the server drains.
+    stop: watch::Sender<bool>,
+}
+
+impl Serving {
+    /// Accepts connections and hands each, on its slot, to `spawn`, until
+    /// `until` resolves. Returns the connection then accepted but still
+    /// waiting for a slot, if any, so that it is not dropped unanswered.
+    async fn accept_until(
+        &self,
+        listener: &TcpListener,
+        until: impl Future<Output = ()>,
+        spawn: impl Fn(Connection),
+    ) -> Option<Accepted> {
+        let mut until = pin!(until);
+        loop {
+            let (stream, client) = tokio::select! {
+                biased;
+                () = &mut until => return None,
+                accepted = accept(listener, &self.clients) => accepted,
+            };
+            tokio::select! {
+                biased;
+                () = &mut until => return Some((stream, client)),
+                slot = self.slots.admit() => spawn(self.serve(stream, client, slot?)),
+            }
+        }
+    }
+
+    /// Serves `accepted` once a slot comes free.
+    async fn serve_later(&self, accepted: Option<Accepted>) {
+        let Some((stream, client)) = accepted else {
+            return;
         };
-        let slot = tokio::select! {
-            biased;
-            () = &mut shutdown => break,
-            slot = slots.admit() => match slot {
-                Some(slot) => slot,
-                None => break,
-            },
-        };
-        tokio::spawn(serve_connection(
+        if let Some(slot) = self.slots.admit().await {
+            tokio::spawn(self.serve(stream, client, slot));
+        }
+    }
+
+    /// Serving a connection on its slot, to be spawned.
+    fn serve(&self, stream: TcpStream, client: ClientSlot, slot: Slot) -> Connection {
+        Box::pin(serve_connection(
             Admitted {
                 stream,
                 slot,
                 client,
-                cap,
+                cap: self.slots.cap,
             },
-            router.clone(),
-            deadlines,
-            slots.idle.clone(),
-            stop.subscribe(),
-        ));
+            self.router.clone(),
+            self.deadlines,
+            self.slots.idle.clone(),
+            self.stop.subscribe(),
+        ))
     }
-    drop(listener);
-    stop.send_replace(true);
-    slots
-        .drained(Duration::from_secs(config.shutdown_grace_secs))
-        .await;
-    Ok(())
+
+    /// Serves the connections the kernel has accepted that no `accept` has
+    /// taken yet, which closing the listener would reset with their requests
+    /// perhaps sent. Asked of the socket itself: it knows of connections the
+    /// runtime has not been told about yet.
+    async fn take_waiting(&self, listener: &TcpListener) {
+        let flags = SocketFlags::NONBLOCK | SocketFlags::CLOEXEC;
+        while let Ok(socket) = rustix::net::accept_with(listener, flags) {
+            let stream = std::net::TcpStream::from(socket);
+            let Ok(peer) = stream.peer_addr() else {
+                continue;
+            };
+            let Ok(stream) = TcpStream::from_std(stream) else {
+                continue;
+            };
+            match self.clients.enter(peer.ip()) {
+                Ok(client) => self.serve_later(Some((stream, client))).await,
+                Err(over) => refuse(&stream, over),
+            }
+        }
+    }
 }
+
+/// A connection being served, from accept to close.
+type Connection = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// The slots connections are served on.
 struct Slots {
@@ -197,23 +308,21 @@ impl Slot {
 }
 
 impl Slots {
-    /// Waits, at most `grace`, for every connection to close: each one, a
+    /// Waits, until `deadline`, for every connection to close: each one, a
     /// WebSocket's too, holds its slot until then.
-    async fn drained(&self, grace: Duration) {
+    async fn drained(&self, deadline: Instant) {
         tracing::info!(
             open_connections = self.open(),
-            "stopped accepting connections; waiting up to {} s for them to finish",
-            grace.as_secs()
+            "stopped accepting connections; waiting for the open ones to finish"
         );
         let all_closed = async {
             let served = self.served.acquire_many(self.cap).await;
             let probes = self.probes.acquire_many(self.probe_cap).await;
             (served, probes)
         };
-        if tokio::time::timeout(grace, all_closed).await.is_err() {
+        if tokio::time::timeout_at(deadline, all_closed).await.is_err() {
             tracing::warn!(
-                "the shutdown grace period of {} s is over; connections cut: {}",
-                grace.as_secs(),
+                "the shutdown grace period is over; connections cut: {}",
                 self.open()
             );
         }
@@ -388,6 +497,7 @@ async fn serve_connection(
         router: TowerToHyperService::new(router),
         progress: progress.clone(),
         probes_only,
+        draining: stop.clone(),
     };
     let mut connection = pin!(
         http1::Builder::new()
@@ -396,22 +506,36 @@ async fn serve_connection(
     );
     let mut stopped = pin!(stop.wait_for(|stop| *stop));
     let mut made_room = pin!(close.notified());
-    let mut stopping = false;
+    // `graceful_shutdown` asked: hyper closes once the request in flight,
+    // if any, is answered.
+    let mut closing = false;
+    // Once the server drains: when a quiet connection is closed.
+    let mut quiet_until: Option<Pin<Box<Sleep>>> = None;
     let mut timer = pin!(sleep_until(Instant::now() + deadlines.header));
     // Every phase change happens while the connection is polled, so the
-    // deadline is looked at again after each poll.
+    // deadlines are looked at again after each poll.
     let ended = poll_fn(|cx| {
-        if !stopping {
-            let stop = stopped.as_mut().poll(cx).is_ready();
-            // Chosen, idle, to make room for a new connection.
-            let room = made_room.as_mut().poll(cx).is_ready();
-            if stop || room {
-                stopping = true;
-                connection.as_mut().graceful_shutdown();
-            }
+        // Chosen, idle, to make room for a new connection.
+        if !closing && made_room.as_mut().poll(cx).is_ready() {
+            closing = true;
+            connection.as_mut().graceful_shutdown();
+        }
+        if quiet_until.is_none() && stopped.as_mut().poll(cx).is_ready() {
+            quiet_until = Some(Box::pin(sleep(deadlines.drain_idle)));
         }
         if let Poll::Ready(served) = connection.as_mut().poll(cx) {
             return Poll::Ready(served.map_err(|e| e.to_string()));
+        }
+        if let Some(quiet) = quiet_until.as_mut()
+            && !closing
+            && progress.quiet()
+            && quiet.as_mut().poll(cx).is_ready()
+        {
+            closing = true;
+            connection.as_mut().graceful_shutdown();
+            // hyper closes it when polled next.
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
         }
         let Some((deadline, phase)) = progress.deadline() else {
             return Poll::Pending;
@@ -434,10 +558,17 @@ async fn serve_connection(
 struct Deadlines {
     header: Duration,
     idle: Duration,
+    /// How long a connection with no request in flight is kept once the
+    /// server drains.
+    drain_idle: Duration,
 }
 
 #[derive(Debug)]
 enum Phase {
+    /// Accepted, nothing read yet.
+    Opened {
+        until: Instant,
+    },
     Head {
         until: Instant,
     },
@@ -466,7 +597,7 @@ impl Progress {
     fn new(deadlines: Deadlines, idle: Arc<IdleQueue>) -> Progress {
         Progress {
             deadlines,
-            phase: Mutex::new(Phase::Head {
+            phase: Mutex::new(Phase::Opened {
                 until: Instant::now() + deadlines.header,
             }),
             idle,
@@ -489,14 +620,26 @@ impl Progress {
         *phase = next;
     }
 
-    /// Bytes arrived: an idle connection starts a request head.
+    /// Bytes arrived: an idle or new connection starts a request head (a
+    /// new one within the header timeout counted from its accept).
     fn read(&self) {
-        self.update(|phase, this| {
-            if let Phase::Idle { .. } = phase {
+        self.update(|phase, this| match *phase {
+            Phase::Idle { .. } => {
                 let until = Instant::now() + this.deadlines.header;
                 this.leave_idle(phase, Phase::Head { until });
             }
+            Phase::Opened { until } => *phase = Phase::Head { until },
+            Phase::Head { .. } | Phase::Busy { .. } => {}
         });
+    }
+
+    /// No request is in flight or arriving: the connection is idle, or
+    /// new with nothing read.
+    fn quiet(&self) -> bool {
+        matches!(
+            *self.phase.lock().unwrap_or_else(PoisonError::into_inner),
+            Phase::Opened { .. } | Phase::Idle { .. }
+        )
     }
 
     /// A response write went through (`true`) or is blocked by a client not
@@ -536,7 +679,7 @@ impl Progress {
     /// When the connection is closed unless it moves on, and which timeout that is.
     fn deadline(&self) -> Option<(Instant, &'static str)> {
         match *self.phase.lock().unwrap_or_else(PoisonError::into_inner) {
-            Phase::Head { until } => Some((until, "header")),
+            Phase::Opened { until } | Phase::Head { until } => Some((until, "header")),
             Phase::Idle { until, .. } => Some((until, "idle")),
             Phase::Busy { stalled } => stalled.map(|until| (until, "idle")),
         }
@@ -616,10 +759,12 @@ impl AsyncWrite for Watched {
 
 /// The router, marking when each request starts and its response ends. On
 /// a probe slot (`probes_only`), any other path is refused with the reason.
+/// Once the server drains, every answer closes its connection.
 struct Service {
     router: TowerToHyperService<Router>,
     progress: Arc<Progress>,
     probes_only: Option<Unavailable>,
+    draining: watch::Receiver<bool>,
 }
 
 type Answer = Result<Response<Served>, Infallible>;
@@ -639,22 +784,32 @@ impl hyper::service::Service<Request<Incoming>> for Service {
             Some(reason) if !PROBES.contains(&request.uri().path()) => {
                 use axum::response::IntoResponse;
                 let mut refused = ApiError::Unavailable(reason).into_response();
-                refused.headers_mut().insert(
-                    axum::http::header::CONNECTION,
-                    axum::http::HeaderValue::from_static("close"),
-                );
+                closes(&mut refused);
                 Box::pin(std::future::ready(Ok(refused))) as Routed
             }
             _ => Box::pin(self.router.call(request)),
         };
+        let draining = self.draining.clone();
         Box::pin(async move {
-            let response = answer.await?;
+            let mut response = answer.await?;
+            // Looked at when answered: the drain may have started meanwhile.
+            if *draining.borrow() && response.status() != StatusCode::SWITCHING_PROTOCOLS {
+                closes(&mut response);
+            }
             Ok(response.map(|body| Served {
                 body,
                 _finished: finished,
             }))
         })
     }
+}
+
+/// Makes `response` the connection's last: hyper closes it once sent.
+fn closes(response: &mut Response<Body>) {
+    response.headers_mut().insert(
+        axum::http::header::CONNECTION,
+        axum::http::HeaderValue::from_static("close"),
+    );
 }
 
 /// Marks the response finished when hyper drops its body, which it does

@@ -360,6 +360,7 @@ async fn a_panicking_handler_is_answered_500_internal_error_on_a_connection_that
 async fn shutdown_finishes_the_request_in_flight_and_is_not_held_by_silent_connections() {
     let http = HttpConfig {
         http_header_timeout_ms: 1000,
+        shutdown_idle_close_ms: 100,
         ..HttpConfig::default()
     };
     let router = Router::new()

@@ -68,6 +68,7 @@ mod retention_batches;
 mod seeding;
 mod serve;
 mod shutdown;
+mod shutdown_under_load;
 mod unmergeable_rows;
 mod visible_limits;
 mod watch_list;
