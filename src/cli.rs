@@ -13,14 +13,13 @@ use tokio::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::app::App;
 use crate::clock::{SharedClock, SystemClock};
 use crate::config::{DatabaseConfig, ServeConfig};
 use crate::error::Error;
 use crate::events::Events;
 use crate::jobs::scheduler::Jobs;
 use crate::seed::{self, Progress, SeedOptions};
-use crate::server;
-use crate::state::AppState;
 use crate::webhooks::Sender;
 use crate::{accounts, db};
 
@@ -234,39 +233,8 @@ async fn serve(
     }
     let settings = config.settings();
     logging::log_startup_summary(&conn, &config, bound, &public_url, &migrations_applied);
-    let mut state = AppState::new(
-        conn.clone(),
-        clock.clone(),
-        public_url.clone(),
-        settings.clone(),
-    )?;
-    if let Some(key) = demo_key {
-        state = state.with_demo_key(key);
-    }
-    let jobs = Jobs::new(
-        conn,
-        clock,
-        &settings,
-        &public_url,
-        state.webhook_sender.clone(),
-        state.events.clone(),
-    );
-    let every = Duration::from_secs(settings.jobs.merge_interval_secs.max(1));
-    let jobs = tokio::spawn(jobs.run(every, state.draining.watch()));
-    // The jobs stop when the server starts draining, within the same grace.
-    let grace = Duration::from_secs(settings.http.shutdown_grace_secs);
-    let draining = state.draining.clone();
-    let jobs_stopped = async {
-        draining.started().await;
-        if tokio::time::timeout(grace, jobs).await.is_err() {
-            tracing::warn!(
-                "the jobs did not stop within the shutdown grace period; \
-                 the submissions they claimed return to pending when their lease runs out"
-            );
-        }
-        Ok::<(), std::io::Error>(())
-    };
-    tokio::try_join!(server::serve(listener, state, shutdown), jobs_stopped)?;
+    let app = App::build(conn, clock, settings, listener, public_url, demo_key)?;
+    app.with_jobs().run(shutdown).await?;
     tracing::info!("shut down");
     Ok(())
 }

@@ -6,6 +6,7 @@
 //!
 //! Entry points:
 //! - [`cli`]: the `vitrina` command and its subcommands;
+//! - [`app`]: the service put together (state, routes, jobs, shutdown), for `serve` and the tests;
 //! - [`seed`]: the deterministic demo and benchmark dataset;
 //! - [`server`]: the HTTP application: the one route table, its middleware, serving;
 //!
@@ -41,6 +42,7 @@
 #![recursion_limit = "256"]
 
 pub mod accounts;
+pub mod app;
 pub mod cli;
 pub mod clock;
 pub mod config;

@@ -20,6 +20,7 @@ use entity::{Marketplace, SubmissionStatus};
 use sea_orm::{ConnectionTrait, Database, DatabaseConnection};
 use serde_json::Value;
 use uuid::Uuid;
+use vitrina::app::App;
 use vitrina::clock::{Clock, ManualClock};
 use vitrina::config::DatabaseConfig;
 use vitrina::config::Settings;
@@ -234,21 +235,18 @@ impl TestApp {
             .await
             .expect("bind loopback");
         let addr = listener.local_addr().expect("local addr");
-        let mut state = AppState::new(
+        // No background jobs: tests run them by hand, on the test's clock.
+        let app = App::build(
             db.clone(),
             Arc::new(clock.clone()),
-            format!("http://{addr}"),
             settings,
-        )
-        .expect("state");
-        if let Some(key) = demo_key {
-            state = state.with_demo_key(key);
-        }
-        tokio::spawn(vitrina::server::serve(
             listener,
-            state.clone(),
-            std::future::pending(),
-        ));
+            format!("http://{addr}"),
+            demo_key,
+        )
+        .expect("the app");
+        let state = app.state().clone();
+        tokio::spawn(app.run(std::future::pending()));
         let client = reqwest::Client::builder()
             .no_proxy()
             .build()
@@ -385,32 +383,23 @@ impl TestApp {
             .await
             .expect("bind loopback");
         let addr = listener.local_addr().expect("local addr");
-        let state = AppState::new(
+        let app = App::build(
             self.db.clone(),
             Arc::new(ManualClock::new(self.clock.now())),
-            format!("http://{addr}"),
             settings,
-        )
-        .expect("state");
-        tokio::spawn(vitrina::server::serve(
             listener,
-            state.clone(),
-            std::future::pending(),
-        ));
+            format!("http://{addr}"),
+            None,
+        )
+        .expect("the replica");
+        let state = app.state().clone();
+        tokio::spawn(app.run(std::future::pending()));
         (addr, state)
     }
 
     /// The background jobs over this app's database and clock.
     pub fn jobs(&self) -> vitrina::jobs::scheduler::Jobs {
-        let state = &self.state;
-        vitrina::jobs::scheduler::Jobs::new(
-            state.db.clone(),
-            state.clock.clone(),
-            &state.settings,
-            &state.public_url,
-            state.webhook_sender.clone(),
-            state.events.clone(),
-        )
+        vitrina::app::jobs_of(&self.state)
     }
 
     /// POST a JSON body as `key`.
