@@ -2,9 +2,11 @@
 
 mod keys;
 mod logging;
+mod reference;
 mod webhooks;
 
 pub use logging::init_tracing;
+pub use reference::{SECTIONS as SETTINGS_SECTIONS, settings_reference};
 
 use clap::{Parser, Subcommand};
 use sea_orm::DatabaseConnection;
@@ -43,7 +45,7 @@ pub enum Command {
         #[command(flatten)]
         config: ServeConfig,
         /// Fill an empty database with the demo dataset and print a ready API key.
-        #[arg(long)]
+        #[arg(long, help_heading = "Server")]
         demo: bool,
     },
     /// Apply pending database migrations.
@@ -62,6 +64,13 @@ pub enum Command {
     /// Print the GraphQL schema (SDL), or write it to a file.
     Schema {
         /// Write here instead of standard output (e.g. `schema.graphql`).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Print the reference of every `serve` setting (Markdown), or write it
+    /// to a file.
+    Settings {
+        /// Write here instead of standard output (e.g. `docs/settings.md`).
         #[arg(long)]
         out: Option<PathBuf>,
     },
@@ -122,6 +131,7 @@ impl Cli {
         match &self.command {
             Command::Schema { out } => return emit(&crate::graphql::sdl(), out.as_deref()),
             Command::Openapi { api, out } => return emit(&api.file_text(), out.as_deref()),
+            Command::Settings { out } => return emit(&settings_reference(), out.as_deref()),
             _ => {}
         }
         let conn = if self.command.migrates() {
@@ -168,7 +178,7 @@ impl Cli {
                 Ok(())
             }
             Command::Webhooks(command) => webhooks::run(&conn, clock.as_ref(), command).await,
-            Command::Schema { .. } | Command::Openapi { .. } => Ok(()),
+            Command::Schema { .. } | Command::Openapi { .. } | Command::Settings { .. } => Ok(()),
         }
     }
 }

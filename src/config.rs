@@ -12,6 +12,7 @@ pub const DEFAULT_DATABASE_URL: &str = "sqlite://data/vitrina.db";
 
 /// Database settings shared by every command.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Database")]
 pub struct DatabaseConfig {
     /// SQLite (`sqlite://path/to/file.db`) or PostgreSQL (`postgres://user@host/db`).
     #[arg(long, env = "DATABASE_URL", default_value = DEFAULT_DATABASE_URL, global = true)]
@@ -46,22 +47,32 @@ pub const DEFAULT_MAX_REQUEST_ID_CHARS: usize = 128;
 #[derive(Debug, Clone, Args)]
 pub struct ServeConfig {
     /// Address and port to listen on. Port 0 picks a free port.
-    #[arg(long, env = "VITRINA_BIND", default_value = "127.0.0.1:8080")]
+    #[arg(
+        long,
+        help_heading = "Server",
+        env = "VITRINA_BIND",
+        default_value = "127.0.0.1:8080"
+    )]
     pub bind: SocketAddr,
 
     /// The address clients reach this service at, used for absolute links such
     /// as a webhook's `url`. Defaults to `http://<bind>`.
-    #[arg(long, env = "VITRINA_PUBLIC_URL")]
+    #[arg(long, help_heading = "Server", env = "VITRINA_PUBLIC_URL")]
     pub public_url: Option<String>,
 
     /// Address and port of the Prometheus metrics listener (`GET /metrics`),
     /// apart from the API so that it can stay internal. Unset: no metrics
     /// are kept or served.
-    #[arg(long, env = "VITRINA_METRICS_BIND")]
+    #[arg(long, help_heading = "Server", env = "VITRINA_METRICS_BIND")]
     pub metrics_bind: Option<SocketAddr>,
 
     /// Requests per account per minute, over REST and GraphQL together.
-    #[arg(long, env = "VITRINA_RATE_LIMIT_PER_MINUTE", default_value_t = 600)]
+    #[arg(
+        long,
+        help_heading = "Limits",
+        env = "VITRINA_RATE_LIMIT_PER_MINUTE",
+        default_value_t = 600
+    )]
     pub rate_limit_per_minute: u32,
 
     /// Milliseconds of database time per account per minute (GraphQL: the
@@ -69,17 +80,22 @@ pub struct ServeConfig {
     /// takes), kept by each replica and refilled evenly through the minute.
     /// An account that has used more than the burst beyond what refilled is
     /// refused (429 `rate_limited`) until enough has. 0 turns it off.
-    #[arg(long, env = "VITRINA_DB_TIME_PER_MINUTE_MS", default_value_t = DEFAULT_DB_TIME_PER_MINUTE_MS)]
+    #[arg(long, help_heading = "Limits", env = "VITRINA_DB_TIME_PER_MINUTE_MS", default_value_t = DEFAULT_DB_TIME_PER_MINUTE_MS)]
     pub db_time_per_minute_ms: u64,
 
     /// Milliseconds of database time an account may use at once, beyond
     /// what its per-minute budget has refilled, before it is refused.
-    #[arg(long, env = "VITRINA_DB_TIME_BURST_MS", default_value_t = DEFAULT_DB_TIME_BURST_MS,
+    #[arg(long, help_heading = "Limits", env = "VITRINA_DB_TIME_BURST_MS", default_value_t = DEFAULT_DB_TIME_BURST_MS,
         value_parser = clap::value_parser!(u64).range(1..))]
     pub db_time_burst_ms: u64,
 
     /// Daily data quota in rows per account and UTC day (an account may set its own).
-    #[arg(long, env = "VITRINA_DAILY_QUOTA", default_value_t = 10_000)]
+    #[arg(
+        long,
+        help_heading = "Limits",
+        env = "VITRINA_DAILY_QUOTA",
+        default_value_t = 10_000
+    )]
     pub daily_quota: i64,
 
     #[command(flatten)]
@@ -122,6 +138,7 @@ fn complexity_limit(value: &str) -> Result<usize, String> {
 
 /// GraphQL limits and GraphiQL.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Limits")]
 pub struct GraphqlConfig {
     /// Deepest nesting of data fields a query may have (introspection is
     /// bounded by its own limit below).
@@ -259,7 +276,7 @@ pub struct GraphqlConfig {
     /// `https://unpkg.com`), loaded at the versions built into Vitrina and
     /// pinned with Subresource Integrity. Unset: Vitrina serves its own copy
     /// (a binary built without npm has none, and loads from `https://unpkg.com`).
-    #[arg(long, env = "VITRINA_GRAPHIQL_ASSETS")]
+    #[arg(long, help_heading = "Playground", env = "VITRINA_GRAPHIQL_ASSETS")]
     pub graphiql_assets: Option<String>,
 }
 
@@ -287,6 +304,7 @@ impl Default for GraphqlConfig {
 
 /// The background jobs: merge pass, snapshots, retention.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Jobs")]
 pub struct JobsConfig {
     /// Seconds between scheduler ticks (merge pass, due webhooks, snapshot check).
     #[arg(long, env = "VITRINA_MERGE_INTERVAL_SECS", default_value_t = 5)]
@@ -362,6 +380,7 @@ impl Default for JobsConfig {
 
 /// Webhook delivery.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Webhooks")]
 pub struct WebhookConfig {
     /// Milliseconds one delivery attempt may take.
     #[arg(long, env = "VITRINA_WEBHOOK_TIMEOUT_MS", default_value_t = 5_000)]
@@ -419,6 +438,7 @@ impl WebhookConfig {
 /// Bounds on client connections, so that slow or silent clients cannot hold
 /// the server's sockets (see `server::connections`).
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Server")]
 pub struct HttpConfig {
     /// Milliseconds a client has to send a request's headers: counted from
     /// the connection's accept for its first request, from the first byte of
@@ -513,8 +533,8 @@ pub struct HttpConfig {
 
     /// Connections served above the cap for `/healthz` and `/readyz` only,
     /// once every slot under it is busy, so that probes are answered
-    /// whoever holds the rest; at most [`MAX_PROBE_CONNECTIONS`], which the
-    /// descriptors kept out of the cap leave room for.
+    /// whoever holds the rest; at most 64 (`MAX_PROBE_CONNECTIONS`), which
+    /// the descriptors kept out of the cap leave room for.
     #[arg(
         long,
         env = "VITRINA_HTTP_PROBE_CONNECTIONS",
@@ -610,6 +630,7 @@ impl Default for HttpConfig {
 
 /// Redis, where replicas share the per-minute rate limit.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Limits")]
 pub struct RedisConfig {
     /// Keep the per-minute rate limit in this Redis (`redis://[:password@]host:port[/db]`)
     /// so that it holds across all replicas. Unset: each process counts its own.
@@ -640,6 +661,7 @@ impl Default for RedisConfig {
 /// uploads cannot make every caller's plain request enormous (the catalog
 /// is shared).
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Limits")]
 pub struct SizeConfig {
     /// Largest a product may grow, in KiB of its v1 JSON (`GET
     /// /v1/products/{id}`): the merge rejects a submission that would take
@@ -723,6 +745,7 @@ impl SizeConfig {
 /// lists of the daily snapshots, which one tenant's uploads can fill with
 /// ever new category paths and brands, and a seller lookup.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Limits")]
 pub struct ListConfig {
     /// Entries each list of the daily snapshot keeps (the categories of a
     /// marketplace, the brands of one or of all): those with the most
@@ -967,6 +990,13 @@ mod tests {
 
     #[test]
     fn probe_connections_stay_within_the_descriptors_kept_for_them() {
+        let command = <Serve as clap::CommandFactory>::command();
+        let flag = command
+            .get_arguments()
+            .find(|a| a.get_id() == "http_probe_connections");
+        let help = flag.and_then(|a| a.get_help()).map(|h| h.to_string());
+        let stated = format!("at most {MAX_PROBE_CONNECTIONS} (`MAX_PROBE_CONNECTIONS`)");
+        assert!(help.unwrap_or_default().contains(&stated), "{stated}");
         let most = format!("--http-probe-connections={MAX_PROBE_CONNECTIONS}");
         assert!(Serve::try_parse_from(["vitrina", &most]).is_ok());
         let over = format!("--http-probe-connections={}", MAX_PROBE_CONNECTIONS + 1);

@@ -419,3 +419,26 @@ async fn jobs_run_once_merges_pending_submissions_and_makes_todays_snapshot() {
         "{again}"
     );
 }
+
+#[test]
+fn the_settings_reference_is_generated_from_the_command_line() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/settings.md");
+    let checked_in = std::fs::read_to_string(path).expect("docs/settings.md");
+    assert!(
+        checked_in == vitrina::cli::settings_reference(),
+        "docs/settings.md is stale: run `cargo run -- settings --out docs/settings.md`"
+    );
+}
+
+#[test]
+fn serve_help_groups_its_options_by_section() {
+    let out = vitrina("sqlite::memory:", &["serve", "--help"]);
+    let help = stdout(&out);
+    let headings: Vec<&str> = help
+        .lines()
+        .filter(|line| line.ends_with(':') && !line.starts_with(' '))
+        .collect();
+    for section in vitrina::cli::SETTINGS_SECTIONS {
+        assert!(headings.contains(&format!("{section}:").as_str()), "{help}");
+    }
+}
