@@ -8,12 +8,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use chrono::Utc;
 use rustix::process::Signal;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::time::timeout;
 
+use crate::helpers::create_key;
 use crate::serve::Serve;
 use crate::shutdown::{BOUND, database_with_key, read_head};
 
@@ -133,11 +135,13 @@ async fn loop_until_closed(
 
 #[tokio::test]
 async fn clients_looping_at_sigterm_lose_no_request_and_see_connection_close() {
-    let (db, _conn, key) = database_with_key().await;
+    let (db, conn, key) = database_with_key().await;
     let mut server = Serve::start(&db.url, &[], &[("RUST_LOG", "info")]);
     // A client between two requests at the signal: idle, its next request
-    // not sent yet.
-    let mut idle = Connection::open(server.addr, &key).await;
+    // not sent yet. Its own account, so that the loops' spending of theirs
+    // (rate limit, database time) cannot refuse it.
+    let own_key = create_key(&conn, "idle", Utc::now()).await.secret;
+    let mut idle = Connection::open(server.addr, &own_key).await;
     let first = idle.request(0);
     assert_eq!(idle.ask(&first).await.unwrap().status, 200);
     let answered = Arc::new(AtomicUsize::new(0));
