@@ -8,7 +8,7 @@ mod webhooks;
 pub use logging::init_tracing;
 pub use reference::{SECTIONS as SETTINGS_SECTIONS, settings_reference};
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use sea_orm::DatabaseConnection;
 use tokio::net::TcpListener;
 
@@ -17,7 +17,10 @@ use std::time::Duration;
 
 use crate::app::App;
 use crate::clock::{SharedClock, SystemClock};
-use crate::config::{DatabaseConfig, ServeConfig};
+use crate::config::{
+    DatabaseConfig, JobsConfig, ListConfig, PublicUrl, ServeConfig, Settings, SizeConfig,
+    WebhookConfig,
+};
 use crate::error::Error;
 use crate::events::Events;
 use crate::jobs::scheduler::Jobs;
@@ -32,8 +35,6 @@ use crate::{accounts, db};
     about = "Marketplace product data over REST v1 and GraphQL"
 )]
 pub struct Cli {
-    #[command(flatten)]
-    pub database: DatabaseConfig,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -42,25 +43,48 @@ pub struct Cli {
 pub enum Command {
     /// Migrate, then serve HTTP and run the background jobs.
     Serve {
+        // Boxed: the other commands are a fraction of its size.
         #[command(flatten)]
-        config: ServeConfig,
+        config: Box<ServeConfig>,
         /// Fill an empty database with the demo dataset and print a ready API key.
         #[arg(long, help_heading = "Server")]
         demo: bool,
+        #[command(flatten)]
+        database: DatabaseConfig,
     },
     /// Apply pending database migrations.
-    Migrate,
+    Migrate {
+        #[command(flatten)]
+        database: DatabaseConfig,
+    },
     /// Generate the deterministic synthetic dataset into an empty database.
-    Seed(SeedOptions),
+    Seed {
+        #[command(flatten)]
+        options: SeedOptions,
+        #[command(flatten)]
+        database: DatabaseConfig,
+    },
     /// Manage API keys.
-    #[command(subcommand)]
-    Keys(keys::KeysCommand),
+    Keys {
+        #[command(subcommand)]
+        command: keys::KeysCommand,
+        #[command(flatten)]
+        database: DatabaseConfig,
+    },
     /// Run the background jobs.
-    #[command(subcommand)]
-    Jobs(JobsCommand),
+    Jobs {
+        #[command(subcommand)]
+        command: JobsCommand,
+        #[command(flatten)]
+        database: DatabaseConfig,
+    },
     /// Manage webhook subscriptions.
-    #[command(subcommand)]
-    Webhooks(webhooks::WebhooksCommand),
+    Webhooks {
+        #[command(subcommand)]
+        command: webhooks::WebhooksCommand,
+        #[command(flatten)]
+        database: DatabaseConfig,
+    },
     /// Print the GraphQL schema (SDL), or write it to a file.
     Schema {
         /// Write here instead of standard output (e.g. `schema.graphql`).
@@ -110,8 +134,35 @@ pub enum JobsCommand {
     /// webhooks, make today's snapshot if missing, apply retention.
     RunOnce {
         #[command(flatten)]
-        config: ServeConfig,
+        config: RunOnceConfig,
     },
+}
+
+/// What one round of the jobs reads of `serve`'s settings.
+#[derive(Debug, Args)]
+pub struct RunOnceConfig {
+    #[command(flatten)]
+    public_url: PublicUrl,
+    #[command(flatten)]
+    jobs: JobsConfig,
+    #[command(flatten)]
+    webhooks: WebhookConfig,
+    #[command(flatten)]
+    sizes: SizeConfig,
+    #[command(flatten)]
+    lists: ListConfig,
+}
+
+impl RunOnceConfig {
+    fn settings(self) -> Settings {
+        Settings {
+            jobs: self.jobs,
+            webhooks: self.webhooks,
+            sizes: self.sizes,
+            lists: self.lists,
+            ..Settings::default()
+        }
+    }
 }
 
 impl Command {
@@ -120,39 +171,49 @@ impl Command {
     fn migrates(&self) -> bool {
         matches!(
             self,
-            Command::Serve { .. } | Command::Migrate | Command::Seed(_)
+            Command::Serve { .. } | Command::Migrate { .. } | Command::Seed { .. }
         )
+    }
+
+    /// The database the command works on; `None` for the generated
+    /// documents, which need none.
+    fn database(&self) -> Option<&DatabaseConfig> {
+        match self {
+            Command::Serve { database, .. }
+            | Command::Migrate { database }
+            | Command::Seed { database, .. }
+            | Command::Keys { database, .. }
+            | Command::Jobs { database, .. }
+            | Command::Webhooks { database, .. } => Some(database),
+            Command::Schema { .. } | Command::Openapi { .. } | Command::Settings { .. } => None,
+        }
     }
 }
 
 impl Cli {
     pub async fn run(self) -> Result<(), Error> {
-        // Generated documents need no database.
-        match &self.command {
-            Command::Schema { out } => return emit(&crate::graphql::sdl(), out.as_deref()),
-            Command::Openapi { api, out } => return emit(&api.file_text(), out.as_deref()),
-            Command::Settings { out } => return emit(&settings_reference(), out.as_deref()),
-            _ => {}
-        }
+        let Some(database) = self.command.database().cloned() else {
+            return self.command.emit_document();
+        };
         let conn = if self.command.migrates() {
-            db::connect(&self.database).await?
+            db::connect(&database).await?
         } else {
-            db::connect_migrated(&self.database).await?
+            db::connect_migrated(&database).await?
         };
         let clock: SharedClock = std::sync::Arc::new(SystemClock);
         match self.command {
-            Command::Serve { config, demo } => {
-                waits_fit_the_deadline(&self.database, &config)?;
-                serve(conn, clock, config, demo).await
+            Command::Serve { config, demo, .. } => {
+                waits_fit_the_deadline(&database, &config)?;
+                serve(conn, clock, *config, demo).await
             }
-            Command::Migrate => {
+            Command::Migrate { .. } => {
                 for name in db::migrate(&conn).await? {
                     println!("applied {name}");
                 }
                 println!("database is up to date");
                 Ok(())
             }
-            Command::Seed(options) => {
+            Command::Seed { options, .. } => {
                 db::migrate(&conn).await?;
                 let report = seed::seed_showing(&conn, &options, Progress::Stderr).await?;
                 println!("{report}");
@@ -161,9 +222,12 @@ impl Cli {
                 }
                 Ok(())
             }
-            Command::Keys(command) => keys::run(&conn, clock.as_ref(), command).await,
-            Command::Jobs(JobsCommand::RunOnce { config }) => {
-                let public_url = config.public_url(config.bind);
+            Command::Keys { command, .. } => keys::run(&conn, clock.as_ref(), command).await,
+            Command::Jobs {
+                command: JobsCommand::RunOnce { config },
+                ..
+            } => {
+                let public_url = config.public_url.or_default();
                 let settings = config.settings();
                 let jobs = Jobs::new(
                     conn,
@@ -177,8 +241,24 @@ impl Cli {
                 println!("{report}");
                 Ok(())
             }
-            Command::Webhooks(command) => webhooks::run(&conn, clock.as_ref(), command).await,
-            Command::Schema { .. } | Command::Openapi { .. } | Command::Settings { .. } => Ok(()),
+            Command::Webhooks { command, .. } => {
+                webhooks::run(&conn, clock.as_ref(), command).await
+            }
+            document @ (Command::Schema { .. }
+            | Command::Openapi { .. }
+            | Command::Settings { .. }) => document.emit_document(),
+        }
+    }
+}
+
+impl Command {
+    /// Writes a generated document; the commands that are not one do nothing.
+    fn emit_document(&self) -> Result<(), Error> {
+        match self {
+            Command::Schema { out } => emit(&crate::graphql::sdl(), out.as_deref()),
+            Command::Openapi { api, out } => emit(&api.file_text(), out.as_deref()),
+            Command::Settings { out } => emit(&settings_reference(), out.as_deref()),
+            _ => Ok(()),
         }
     }
 }

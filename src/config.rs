@@ -43,6 +43,42 @@ pub const DEFAULT_DB_WAIT_MS: u64 = 3_000;
 /// common use, and short enough that a log line stays a line.
 pub const DEFAULT_MAX_REQUEST_ID_CHARS: usize = 128;
 
+/// Where `serve` listens when `VITRINA_BIND` is not set.
+pub const DEFAULT_BIND: &str = "127.0.0.1:8080";
+
+/// The address clients reach the service at, for absolute links.
+#[derive(Debug, Clone, Args)]
+pub struct PublicUrl {
+    /// The address clients reach this service at, used for absolute links such
+    /// as a webhook's `url`. Defaults to `http://<bind>` (`jobs run-once`:
+    /// `http://127.0.0.1:8080`).
+    #[arg(
+        long = "public-url",
+        help_heading = "Server",
+        env = "VITRINA_PUBLIC_URL"
+    )]
+    pub url: Option<String>,
+}
+
+impl PublicUrl {
+    /// The base address without a trailing slash, given the address
+    /// actually bound (which differs from `bind` when its port is 0).
+    pub fn or_bound(&self, bound: SocketAddr) -> String {
+        match &self.url {
+            Some(url) => url.trim_end_matches('/').to_owned(),
+            None => format!("http://{bound}"),
+        }
+    }
+
+    /// The base address, for a command that binds nothing.
+    pub fn or_default(&self) -> String {
+        match &self.url {
+            Some(url) => url.trim_end_matches('/').to_owned(),
+            None => format!("http://{DEFAULT_BIND}"),
+        }
+    }
+}
+
 /// Settings of the HTTP server and the jobs it runs.
 #[derive(Debug, Clone, Args)]
 pub struct ServeConfig {
@@ -51,14 +87,12 @@ pub struct ServeConfig {
         long,
         help_heading = "Server",
         env = "VITRINA_BIND",
-        default_value = "127.0.0.1:8080"
+        default_value = DEFAULT_BIND
     )]
     pub bind: SocketAddr,
 
-    /// The address clients reach this service at, used for absolute links such
-    /// as a webhook's `url`. Defaults to `http://<bind>`.
-    #[arg(long, help_heading = "Server", env = "VITRINA_PUBLIC_URL")]
-    pub public_url: Option<String>,
+    #[command(flatten)]
+    pub public_url: PublicUrl,
 
     /// Address and port of the Prometheus metrics listener (`GET /metrics`),
     /// apart from the API so that it can stay internal. Unset: no metrics
@@ -918,10 +952,7 @@ impl ServeConfig {
     /// The public base address without a trailing slash, given the address
     /// actually bound (which differs from `bind` when its port is 0).
     pub fn public_url(&self, bound: SocketAddr) -> String {
-        match &self.public_url {
-            Some(url) => url.trim_end_matches('/').to_owned(),
-            None => format!("http://{bound}"),
-        }
+        self.public_url.or_bound(bound)
     }
 }
 

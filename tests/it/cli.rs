@@ -442,3 +442,35 @@ fn serve_help_groups_its_options_by_section() {
         assert!(headings.contains(&format!("{section}:").as_str()), "{help}");
     }
 }
+
+#[test]
+fn each_command_shows_only_the_options_it_reads() {
+    let help = |args: &[&str]| stdout(&vitrina("sqlite::memory:", args));
+    for generated in [
+        &["schema", "--help"][..],
+        &["openapi", "--help"],
+        &["settings", "--help"],
+    ] {
+        let shown = help(generated);
+        assert!(!shown.contains("--database-url"), "{shown}");
+    }
+    let run_once = help(&["jobs", "run-once", "--help"]);
+    for serve_only in [
+        "--bind",
+        "--graphql-max-depth",
+        "--rate-limit-per-minute",
+        "--cors-origins",
+    ] {
+        assert!(!run_once.contains(serve_only), "{serve_only}: {run_once}");
+    }
+    for read in [
+        "--merge-batch",
+        "--public-url",
+        "--webhook-timeout-ms",
+        "--database-url",
+    ] {
+        assert!(run_once.contains(read), "{read}: {run_once}");
+    }
+    let keys = help(&["keys", "create", "--help"]);
+    assert!(keys.contains("--database-url"), "{keys}");
+}
