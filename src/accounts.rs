@@ -18,6 +18,8 @@ use uuid::Uuid;
 
 use crate::error::Error;
 
+pub mod admin;
+
 const KEY_PREFIX: &str = "vtr_";
 /// Characters of the key kept for display (`vtr_` and 8 hex digits).
 const DISPLAY_PREFIX_LEN: usize = 12;

@@ -1,5 +1,6 @@
 //! The `vitrina` command line.
 
+mod account_admin;
 mod keys;
 mod logging;
 mod reference;
@@ -61,6 +62,13 @@ pub enum Command {
     Seed {
         #[command(flatten)]
         options: SeedOptions,
+        #[command(flatten)]
+        database: DatabaseConfig,
+    },
+    /// Manage accounts: create, list, show, set a daily quota.
+    Accounts {
+        #[command(subcommand)]
+        command: account_admin::AccountsCommand,
         #[command(flatten)]
         database: DatabaseConfig,
     },
@@ -182,6 +190,7 @@ impl Command {
             Command::Serve { database, .. }
             | Command::Migrate { database }
             | Command::Seed { database, .. }
+            | Command::Accounts { database, .. }
             | Command::Keys { database, .. }
             | Command::Jobs { database, .. }
             | Command::Webhooks { database, .. } => Some(database),
@@ -221,6 +230,9 @@ impl Cli {
                     println!("demo API key (shown once): {key}");
                 }
                 Ok(())
+            }
+            Command::Accounts { command, .. } => {
+                account_admin::run(&conn, clock.as_ref(), command).await
             }
             Command::Keys { command, .. } => keys::run(&conn, clock.as_ref(), command).await,
             Command::Jobs {
@@ -379,4 +391,9 @@ fn shutdown_signal() -> std::io::Result<impl Future<Output = ()> + Send + 'stati
             std::process::exit(status);
         });
     })
+}
+
+/// A time as the commands print it.
+fn rfc3339(at: chrono::DateTime<chrono::Utc>) -> String {
+    at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }

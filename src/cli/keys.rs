@@ -55,7 +55,7 @@ pub async fn run(
                     row.key.prefix,
                     row.account_name,
                     state,
-                    rfc3339(row.key.created_at)
+                    super::rfc3339(row.key.created_at)
                 );
             }
         }
@@ -65,7 +65,7 @@ pub async fn run(
                 Revocation::Revoked(key) => println!("revoked {} ({})", key.id, key.prefix),
                 Revocation::AlreadyRevoked(key) => println!(
                     "already revoked at {}: {} ({})",
-                    key.revoked_at.map(rfc3339).unwrap_or_default(),
+                    key.revoked_at.map(super::rfc3339).unwrap_or_default(),
                     key.id,
                     key.prefix
                 ),
@@ -73,8 +73,4 @@ pub async fn run(
         }
     }
     Ok(())
-}
-
-fn rfc3339(at: chrono::DateTime<chrono::Utc>) -> String {
-    at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }

@@ -7,6 +7,7 @@ mod fixtures;
 mod helpers;
 
 mod cli;
+mod cli_accounts;
 mod cli_errors;
 mod codegen_docs;
 mod conditional;

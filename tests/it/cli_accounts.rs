@@ -1,0 +1,92 @@
+//! `vitrina accounts`: created by name (twice says so), listed and shown
+//! with their keys counted, and given a daily quota of their own that the
+//! running service applies to the next request.
+
+use serde_json::Value;
+
+use crate::helpers::TestApp;
+use crate::helpers::cli::{assert_clean_failure, stdout, vitrina};
+
+/// The daily quota `key`'s account is told by the running app.
+async fn quota_limit(app: &TestApp, key: &str) -> Value {
+    let response = app.get_as(key, "/v1/rate_limit").await;
+    let body: Value = response.json().await.expect("JSON");
+    body["data"]["quota"]["limit"].clone()
+}
+
+#[tokio::test]
+async fn accounts_are_created_once_and_listed_with_their_keys() {
+    let app = TestApp::spawn().await;
+    let db = app.db_url();
+    let created = stdout(&vitrina(db, &["accounts", "create", "shop"]));
+    assert!(created.starts_with("created account shop ("), "{created}");
+    let again = vitrina(db, &["accounts", "create", "shop"]);
+    assert!(again.status.success(), "{again:?}");
+    assert!(
+        stdout(&again).starts_with("already exists since "),
+        "{}",
+        stdout(&again)
+    );
+
+    let first = app.key("shop").await;
+    app.key("shop").await;
+    let revoked = stdout(&vitrina(db, &["keys", "revoke", &first[..12]]));
+    assert!(revoked.starts_with("revoked "), "{revoked}");
+    app.key("acme").await;
+
+    let listed = stdout(&vitrina(db, &["accounts", "list"]));
+    let rows: Vec<Vec<&str>> = listed
+        .lines()
+        .skip(1)
+        .map(|line| line.split_whitespace().collect())
+        .collect();
+    let names: Vec<&str> = rows.iter().map(|row| row[0]).collect();
+    assert_eq!(names, ["acme", "shop"], "{listed}");
+    // name, id, "default", active keys, revoked keys
+    assert_eq!(rows[1][2..], ["default", "1", "1"], "{listed}");
+    assert_eq!(rows[0][2..], ["default", "1", "0"], "{listed}");
+
+    let shown = stdout(&vitrina(db, &["accounts", "show", "shop"]));
+    assert!(
+        shown.contains("keys:        1 active, 1 revoked"),
+        "{shown}"
+    );
+    let missing = vitrina(db, &["accounts", "show", "nobody"]);
+    assert_clean_failure(&missing, "no account named \"nobody\"");
+}
+
+#[tokio::test]
+async fn a_quota_set_for_an_account_applies_to_its_next_request() {
+    let app = TestApp::spawn().await;
+    let db = app.db_url();
+    let key = app.key("shop").await;
+    let default = quota_limit(&app, &key).await;
+
+    let set = stdout(&vitrina(
+        db,
+        &["accounts", "set-quota", "shop", "--rows", "3"],
+    ));
+    assert_eq!(set.trim(), "daily quota of shop: 3 rows (was default)");
+    assert_eq!(quota_limit(&app, &key).await, 3);
+    let same = stdout(&vitrina(
+        db,
+        &["accounts", "set-quota", "shop", "--rows", "3"],
+    ));
+    assert_eq!(same.trim(), "already so: daily quota of shop is 3 rows");
+
+    let back = stdout(&vitrina(
+        db,
+        &["accounts", "set-quota", "shop", "--default"],
+    ));
+    assert_eq!(back.trim(), "daily quota of shop: default (was 3 rows)");
+    assert_eq!(quota_limit(&app, &key).await, default);
+
+    for refused in [
+        &["accounts", "set-quota", "shop"][..],
+        &["accounts", "set-quota", "shop", "--rows", "-1"],
+        &["accounts", "set-quota", "shop", "--rows", "3", "--default"],
+    ] {
+        let out = vitrina(db, refused);
+        assert!(!out.status.success(), "{refused:?} was taken");
+    }
+}
