@@ -412,10 +412,24 @@ impl Default for JobsConfig {
     }
 }
 
-/// Webhook delivery.
+/// Webhook delivery, in the parts each command reads: `serve` all of them,
+/// a `webhooks` subcommand only the one it applies.
+#[derive(Debug, Clone, Default, Args)]
+pub struct WebhookConfig {
+    #[command(flatten)]
+    pub sending: WebhookSending,
+    #[command(flatten)]
+    pub targets: WebhookTargets,
+    #[command(flatten)]
+    pub rotation: WebhookRotation,
+    #[command(flatten)]
+    pub redelivery: WebhookRedelivery,
+}
+
+/// How a delivery attempt is made, and when failures disable.
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Webhooks")]
-pub struct WebhookConfig {
+pub struct WebhookSending {
     /// Milliseconds one delivery attempt may take.
     #[arg(long, env = "VITRINA_WEBHOOK_TIMEOUT_MS", default_value_t = 5_000)]
     pub webhook_timeout_ms: u64,
@@ -424,22 +438,21 @@ pub struct WebhookConfig {
     #[arg(long, env = "VITRINA_WEBHOOK_DISABLE_AFTER", default_value_t = 15,
         value_parser = clap::value_parser!(u32).range(1..))]
     pub webhook_disable_after: u32,
+}
 
-    /// Hours a rotated-out signing secret keeps signing deliveries, next to
-    /// the new one (0: it stops at once).
-    #[arg(
-        long,
-        env = "VITRINA_WEBHOOK_SECRET_OVERLAP_HOURS",
-        default_value_t = 24
-    )]
-    pub webhook_secret_overlap_hours: u32,
+impl Default for WebhookSending {
+    fn default() -> Self {
+        WebhookSending {
+            webhook_timeout_ms: 5_000,
+            webhook_disable_after: 15,
+        }
+    }
+}
 
-    /// Redeliveries of one subscription that may wait to be sent at once;
-    /// one more is refused until some have finished.
-    #[arg(long, env = "VITRINA_WEBHOOK_MAX_PENDING_REDELIVERIES", default_value_t = 20,
-        value_parser = clap::value_parser!(u32).range(1..))]
-    pub webhook_max_pending_redeliveries: u32,
-
+/// Which targets deliveries may reach.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Webhooks")]
+pub struct WebhookTargets {
     /// DEVELOPMENT ONLY: allow http:// and private/loopback webhook targets.
     /// Off by default; a warning is logged when on.
     #[arg(
@@ -450,22 +463,51 @@ pub struct WebhookConfig {
     pub webhook_allow_insecure_targets: bool,
 }
 
-impl Default for WebhookConfig {
+/// A signing secret's rotation.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Webhooks")]
+pub struct WebhookRotation {
+    /// Hours a rotated-out signing secret keeps signing deliveries, next to
+    /// the new one (0: it stops at once).
+    #[arg(
+        long,
+        env = "VITRINA_WEBHOOK_SECRET_OVERLAP_HOURS",
+        default_value_t = 24
+    )]
+    pub webhook_secret_overlap_hours: u32,
+}
+
+impl Default for WebhookRotation {
     fn default() -> Self {
-        WebhookConfig {
-            webhook_timeout_ms: 5_000,
-            webhook_disable_after: 15,
+        WebhookRotation {
             webhook_secret_overlap_hours: 24,
-            webhook_max_pending_redeliveries: 20,
-            webhook_allow_insecure_targets: false,
         }
     }
 }
 
-impl WebhookConfig {
+impl WebhookRotation {
     /// How long a rotated-out secret keeps signing.
     pub fn secret_overlap(&self) -> chrono::TimeDelta {
         chrono::TimeDelta::hours(i64::from(self.webhook_secret_overlap_hours))
+    }
+}
+
+/// Redeliveries an operator or a client asks for.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Webhooks")]
+pub struct WebhookRedelivery {
+    /// Redeliveries of one subscription that may wait to be sent at once;
+    /// one more is refused until some have finished.
+    #[arg(long, env = "VITRINA_WEBHOOK_MAX_PENDING_REDELIVERIES", default_value_t = 20,
+        value_parser = clap::value_parser!(u32).range(1..))]
+    pub webhook_max_pending_redeliveries: u32,
+}
+
+impl Default for WebhookRedelivery {
+    fn default() -> Self {
+        WebhookRedelivery {
+            webhook_max_pending_redeliveries: 20,
+        }
     }
 }
 

@@ -10,7 +10,9 @@ use uuid::Uuid;
 
 use crate::accounts;
 use crate::clock::Clock;
-use crate::config::WebhookConfig;
+use crate::config::{
+    WebhookConfig, WebhookRedelivery, WebhookRotation, WebhookSending, WebhookTargets,
+};
 use crate::error::Error;
 use crate::webhooks::retry::Outcome;
 use crate::webhooks::subscriptions::{self, Disabling, Interests, SubscriptionError};
@@ -30,7 +32,7 @@ pub enum WebhooksCommand {
         url: String,
         /// The development switch for local targets applies here too.
         #[command(flatten)]
-        config: WebhookConfig,
+        config: WebhookTargets,
     },
     /// List subscriptions (never their secrets), of every account or of one.
     List {
@@ -51,7 +53,7 @@ pub enum WebhooksCommand {
         id: Uuid,
         /// The overlap setting applies here.
         #[command(flatten)]
-        config: WebhookConfig,
+        config: WebhookRotation,
     },
     /// Send a finished delivery of a subscription again, as a new delivery
     /// that the server's delivery job sends like any other.
@@ -62,7 +64,7 @@ pub enum WebhooksCommand {
         delivery_id: Uuid,
         /// The limit on redeliveries waiting to be sent applies here.
         #[command(flatten)]
-        config: WebhookConfig,
+        config: WebhookRedelivery,
     },
     /// Send a signed `ping` event to a subscription now and print the
     /// outcome; fails unless the receiver answers 2xx.
@@ -71,7 +73,9 @@ pub enum WebhooksCommand {
         id: Uuid,
         /// Deliveries' settings (time limit, the development switch) apply here.
         #[command(flatten)]
-        config: WebhookConfig,
+        sending: WebhookSending,
+        #[command(flatten)]
+        targets: WebhookTargets,
     },
 }
 
@@ -95,7 +99,18 @@ pub async fn run(
             delivery_id,
             config,
         } => redeliver(conn, now, id, delivery_id, &config).await,
-        WebhooksCommand::Test { id, config } => test(conn, now, id, &config).await,
+        WebhooksCommand::Test {
+            id,
+            sending,
+            targets,
+        } => {
+            let config = WebhookConfig {
+                sending,
+                targets,
+                ..WebhookConfig::default()
+            };
+            test(conn, now, id, &config).await
+        }
     }
 }
 
@@ -104,7 +119,7 @@ async fn create(
     now: DateTime<Utc>,
     account: &str,
     url: &str,
-    config: &WebhookConfig,
+    config: &WebhookTargets,
 ) -> Result<(), Error> {
     let owner = account_named(conn, account).await?;
     let policy = TargetPolicy::from(config);
@@ -179,7 +194,7 @@ async fn rotate_secret(
     conn: &DatabaseConnection,
     now: DateTime<Utc>,
     id: Uuid,
-    config: &WebhookConfig,
+    config: &WebhookRotation,
 ) -> Result<(), Error> {
     let overlap = config.secret_overlap();
     let rotated = rotation::rotate_for_operator(conn, id, overlap, now)
@@ -202,7 +217,7 @@ async fn redeliver(
     now: DateTime<Utc>,
     id: Uuid,
     delivery_id: Uuid,
-    config: &WebhookConfig,
+    config: &WebhookRedelivery,
 ) -> Result<(), Error> {
     let queued = redelivery::redeliver_for_operator(
         conn,

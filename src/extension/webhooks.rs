@@ -302,7 +302,7 @@ pub async fn create(
 ) -> Result<(StatusCode, Json<CreatedEnvelope>), ApiError> {
     let Json(body) = body.map_err(|e| ApiError::InvalidBody(e.body_text()))?;
     let interests = Interests::of(body.events.as_deref(), body.filter)?;
-    let policy = TargetPolicy::from(&state.settings.webhooks);
+    let policy = TargetPolicy::from(&state.settings.webhooks.targets);
     let created = subscriptions::create(
         &state.db,
         caller.account_id,
@@ -388,7 +388,7 @@ pub async fn rotate_secret(
 ) -> Result<Json<RotatedEnvelope>, ApiError> {
     let id = params::uuid(&id)?;
     let now = state.clock.now();
-    let overlap = state.settings.webhooks.secret_overlap();
+    let overlap = state.settings.webhooks.rotation.secret_overlap();
     let rotated = rotation::rotate(&state.db, caller.account_id, id, overlap, now).await?;
     let secret = rotated.secret.clone();
     Ok(Json(RotatedEnvelope {
@@ -429,7 +429,11 @@ pub async fn redeliver(
         caller.account_id,
         id,
         delivery_id,
-        state.settings.webhooks.webhook_max_pending_redeliveries,
+        state
+            .settings
+            .webhooks
+            .redelivery
+            .webhook_max_pending_redeliveries,
         state.clock.now(),
     )
     .await?;

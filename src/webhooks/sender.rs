@@ -52,19 +52,19 @@ pub struct Sender {
 
 impl Sender {
     pub fn new(config: &WebhookConfig) -> Result<Sender, Error> {
-        if config.webhook_disable_after == 0 {
+        if config.sending.webhook_disable_after == 0 {
             // No attempt could ever be reserved (see allowance.rs).
             return Err(Error::Invalid(
                 "VITRINA_WEBHOOK_DISABLE_AFTER must be at least 1, got 0".into(),
             ));
         }
-        let policy = TargetPolicy::from(config);
+        let policy = TargetPolicy::from(&config.targets);
         if policy.allow_insecure {
             tracing::warn!(
                 "webhook targets are NOT checked (development switch on): http:// and private or loopback addresses are allowed"
             );
         }
-        let timeout = Duration::from_millis(config.webhook_timeout_ms);
+        let timeout = Duration::from_millis(config.sending.webhook_timeout_ms);
         let client = reqwest::Client::builder()
             // Redirects are a failure, not something to follow to wherever they point.
             .redirect(reqwest::redirect::Policy::none())
@@ -80,7 +80,7 @@ impl Sender {
             client,
             policy,
             timeout,
-            disable_after: config.webhook_disable_after,
+            disable_after: config.sending.webhook_disable_after,
         })
     }
 

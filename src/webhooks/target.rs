@@ -21,7 +21,7 @@ use std::net::{IpAddr, SocketAddr};
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use url::{Host, Url};
 
-use crate::config::WebhookConfig;
+use crate::config::WebhookTargets;
 
 pub use special::Special;
 use special::special;
@@ -54,8 +54,8 @@ pub struct TargetPolicy {
     pub allow_insecure: bool,
 }
 
-impl From<&WebhookConfig> for TargetPolicy {
-    fn from(config: &WebhookConfig) -> Self {
+impl From<&WebhookTargets> for TargetPolicy {
+    fn from(config: &WebhookTargets) -> Self {
         TargetPolicy {
             allow_insecure: config.webhook_allow_insecure_targets,
         }

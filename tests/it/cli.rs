@@ -473,4 +473,28 @@ fn each_command_shows_only_the_options_it_reads() {
     }
     let keys = help(&["keys", "create", "--help"]);
     assert!(keys.contains("--database-url"), "{keys}");
+    let webhook_settings = |args: &[&str]| -> Vec<String> {
+        help(args)
+            .split_whitespace()
+            .filter(|word| word.starts_with("--webhook-"))
+            .map(str::to_owned)
+            .collect()
+    };
+    for (command, reads) in [
+        ("create", &["--webhook-allow-insecure-targets"][..]),
+        ("rotate-secret", &["--webhook-secret-overlap-hours"]),
+        ("redeliver", &["--webhook-max-pending-redeliveries"]),
+        (
+            "test",
+            &[
+                "--webhook-timeout-ms",
+                "--webhook-disable-after",
+                "--webhook-allow-insecure-targets",
+            ],
+        ),
+        ("list", &[]),
+    ] {
+        let shown = webhook_settings(&["webhooks", command, "--help"]);
+        assert_eq!(shown, reads, "webhooks {command}");
+    }
 }

@@ -442,7 +442,9 @@ pub async fn create_key(
 pub fn loopback_webhooks() -> Settings {
     Settings {
         webhooks: vitrina::config::WebhookConfig {
-            webhook_allow_insecure_targets: true,
+            targets: vitrina::config::WebhookTargets {
+                webhook_allow_insecure_targets: true,
+            },
             ..Default::default()
         },
         ..Settings::default()

@@ -356,7 +356,9 @@ async fn the_merge_backlog_counts_pending_and_processing_submissions_and_dates_t
 async fn deliveries_are_due_from_their_next_attempt_time() {
     let settings = Settings {
         webhooks: WebhookConfig {
-            webhook_allow_insecure_targets: true,
+            targets: vitrina::config::WebhookTargets {
+                webhook_allow_insecure_targets: true,
+            },
             ..WebhookConfig::default()
         },
         ..Settings::default()

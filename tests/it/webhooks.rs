@@ -54,11 +54,14 @@ const STATS: SessionStats = SessionStats {
 /// switch), a short attempt timeout.
 fn dev_config() -> WebhookConfig {
     WebhookConfig {
-        webhook_timeout_ms: 2_000,
-        webhook_disable_after: 15,
-        webhook_secret_overlap_hours: 24,
-        webhook_max_pending_redeliveries: 20,
-        webhook_allow_insecure_targets: true,
+        sending: vitrina::config::WebhookSending {
+            webhook_timeout_ms: 2_000,
+            webhook_disable_after: 15,
+        },
+        targets: vitrina::config::WebhookTargets {
+            webhook_allow_insecure_targets: true,
+        },
+        ..WebhookConfig::default()
     }
 }
 

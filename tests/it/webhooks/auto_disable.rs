@@ -44,7 +44,10 @@ impl Hooks {
 /// Settings with auto-disable after 15 failures.
 fn disable_after_15() -> WebhookConfig {
     WebhookConfig {
-        webhook_disable_after: 15,
+        sending: vitrina::config::WebhookSending {
+            webhook_disable_after: 15,
+            ..dev_config().sending
+        },
         ..dev_config()
     }
 }
@@ -104,7 +107,10 @@ async fn concurrent_workers_make_exactly_the_threshold_of_attempts_to_a_failing_
 #[tokio::test]
 async fn deliveries_due_together_beyond_the_threshold_all_reach_a_healthy_target_in_one_run() {
     let mut h = Hooks::start_with(WebhookConfig {
-        webhook_disable_after: 3,
+        sending: vitrina::config::WebhookSending {
+            webhook_disable_after: 3,
+            ..dev_config().sending
+        },
         ..dev_config()
     })
     .await;
@@ -127,7 +133,10 @@ async fn deliveries_due_together_beyond_the_threshold_all_reach_a_healthy_target
 #[tokio::test]
 async fn an_attempt_left_unrecorded_by_a_stopped_worker_counts_as_one_failure_after_its_lease() {
     let mut h = Hooks::start_with(WebhookConfig {
-        webhook_disable_after: 2,
+        sending: vitrina::config::WebhookSending {
+            webhook_disable_after: 2,
+            ..dev_config().sending
+        },
         ..dev_config()
     })
     .await;
@@ -198,7 +207,10 @@ async fn a_run_of_failures_already_past_a_lowered_threshold_disables_without_an_
 #[tokio::test]
 async fn attempts_in_flight_elsewhere_defer_deliveries_beyond_the_threshold() {
     let mut h = Hooks::start_with(WebhookConfig {
-        webhook_disable_after: 2,
+        sending: vitrina::config::WebhookSending {
+            webhook_disable_after: 2,
+            ..dev_config().sending
+        },
         ..dev_config()
     })
     .await;

@@ -236,7 +236,10 @@ async fn a_429_without_retry_after_follows_the_schedule() {
 #[tokio::test]
 async fn a_timeout_is_retried() {
     let mut h = Hooks::start_with(WebhookConfig {
-        webhook_timeout_ms: 1_000,
+        sending: vitrina::config::WebhookSending {
+            webhook_timeout_ms: 1_000,
+            ..dev_config().sending
+        },
         ..dev_config()
     })
     .await;

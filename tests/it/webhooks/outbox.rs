@@ -18,7 +18,10 @@ use crate::helpers::receiver::Reply;
 #[tokio::test]
 async fn consecutive_failures_disable_the_subscription() {
     let mut h = Hooks::start_with(WebhookConfig {
-        webhook_disable_after: 3,
+        sending: vitrina::config::WebhookSending {
+            webhook_disable_after: 3,
+            ..dev_config().sending
+        },
         ..dev_config()
     })
     .await;

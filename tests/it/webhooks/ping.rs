@@ -99,7 +99,10 @@ async fn a_ping_answered_500_reports_the_failure_once_and_changes_nothing() {
 #[tokio::test]
 async fn a_ping_has_the_attempt_time_limit_of_deliveries() {
     let config = WebhookConfig {
-        webhook_timeout_ms: 300,
+        sending: vitrina::config::WebhookSending {
+            webhook_timeout_ms: 300,
+            ..dev_config().sending
+        },
         ..dev_config()
     };
     let h = Hooks::start_with(config).await;
@@ -132,7 +135,9 @@ async fn a_ping_to_a_target_the_service_refuses_is_never_dialled() {
     // A strict server (no development switch), and a loopback subscription
     // made with the switch, as `vitrina webhooks create` can.
     let strict = WebhookConfig {
-        webhook_allow_insecure_targets: false,
+        targets: vitrina::config::WebhookTargets {
+            webhook_allow_insecure_targets: false,
+        },
         ..dev_config()
     };
     let h = Hooks::start_with(strict).await;

@@ -134,7 +134,9 @@ async fn a_failed_delivery_can_be_redelivered_more_than_once_and_each_retries_li
 #[tokio::test]
 async fn redeliveries_waiting_to_be_sent_are_capped_even_when_asked_at_once() {
     let config = WebhookConfig {
-        webhook_max_pending_redeliveries: 3,
+        redelivery: vitrina::config::WebhookRedelivery {
+            webhook_max_pending_redeliveries: 3,
+        },
         ..dev_config()
     };
     let mut h = Hooks::start_with(config).await;

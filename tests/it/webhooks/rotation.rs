@@ -130,7 +130,9 @@ async fn deliveries_carry_both_signatures_during_the_overlap_then_only_the_new()
 #[tokio::test]
 async fn the_overlap_is_configurable() {
     let config = WebhookConfig {
-        webhook_secret_overlap_hours: 2,
+        rotation: vitrina::config::WebhookRotation {
+            webhook_secret_overlap_hours: 2,
+        },
         ..dev_config()
     };
     assert_overlap_of(Hooks::start_with(config).await, 2).await;

@@ -17,7 +17,9 @@ use crate::helpers::receiver::ConnectionCounter;
 #[tokio::test]
 async fn delivery_rechecks_the_target_and_never_dials_a_refused_one() {
     let h = Hooks::start_with(WebhookConfig {
-        webhook_allow_insecure_targets: false,
+        targets: vitrina::config::WebhookTargets {
+            webhook_allow_insecure_targets: false,
+        },
         ..dev_config()
     })
     .await;
