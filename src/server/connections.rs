@@ -106,11 +106,11 @@ const DEFAULT_CLIENT_SHARE: u64 = 16;
 /// queued, so retrying at once would spin.
 const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 
-/// Serves `router` on `listener` until `shutdown` resolves; then stops
-/// accepting, lets every connection finish its request in flight, and returns
-/// once all are closed or the grace period is over (the connections left are
-/// dropped with the runtime when the process exits). Refuses to start when
-/// the connection cap does not fit the open-file limit.
+/// Serves `router` on `listener` until `shutdown` resolves; then drains as
+/// the module comment says, and returns once every connection is closed or
+/// the grace period is over (the connections left are dropped with the
+/// runtime when the process exits). Refuses to start when the connection
+/// cap does not fit the open-file limit.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
