@@ -54,6 +54,8 @@ const view = {
   stopLive: null,
   /** Counts the page loads, so that an answer to an older one is dropped. */
   loads: 0,
+  /** Counts the chart loads: a slow answer for an earlier product or bucket must not replace a newer chart. */
+  charts: 0,
 };
 
 /** @type {Record<string, string[]>} picker suggestions by kind */
@@ -233,19 +235,23 @@ function moveItem(move, currency) {
 
 /** Shows the product's chart in the chosen bucket. @param {string} id */
 async function select(id) {
+  const load = ++view.charts;
   view.selected = id;
   for (const tr of rows.rows) tr.classList.toggle("selected", tr.dataset.id === id);
   const chart = $("chart");
   try {
+    const { currency } = view;
+    const bucket = bucketPicker.value;
     /** @type {SeriesQuery} */
-    const data = await graphql(SERIES, { id, currency: view.currency, bucket: bucketPicker.value });
-    if (view.selected !== id) return;
+    const data = await graphql(SERIES, { id, currency, bucket });
+    if (load !== view.charts) return;
     $("detail-title").textContent = data.product.name;
     const buckets = data.product.priceSeries;
     chart.replaceChildren(
-      buckets.length ? priceChart(buckets, view.currency, /** @type {any} */ (bucketPicker.value)) : `No prices in ${view.currency}.`,
+      buckets.length ? priceChart(buckets, currency, /** @type {any} */ (bucket)) : `No prices in ${currency}.`,
     );
   } catch (error) {
+    if (load !== view.charts) return;
     failed("Could not load the chart", error);
   }
 }

@@ -178,6 +178,48 @@ test("the chart has axes, dates, min, max and a tooltip per bucket", async (t) =
   assertStayedOnLoopback(leaks);
 });
 
+test("a slow chart answer for an earlier bucket does not replace the chart chosen after it", async (t) => {
+  const { page, leaks } = await openDashboard(t);
+  const [row] = await shownRows(page);
+  const chart = page.locator("#chart svg.price-chart");
+  await chart.waitFor();
+  const bucketsOf = async (bucket) => {
+    const { product } = await graphql(
+      server,
+      `query ($id: UUID!, $bucket: TimeBucket!) { product(id: $id) { priceSeries(currency: "RUB", bucket: $bucket) { start } } }`,
+      { id: row.id, bucket },
+    );
+    return product.priceSeries.length;
+  };
+  const [days, months] = [await bucketsOf("DAY"), await bucketsOf("MONTH")];
+  assert.notEqual(days, months, "the two charts can be told apart");
+
+  // The MONTH request is held back until the DAY chart, asked for after it, is shown.
+  let release;
+  const held = new Promise((resolve) => (release = resolve));
+  let asked;
+  const monthAsked = new Promise((resolve) => (asked = resolve));
+  const isMonth = (request) => request.postDataJSON()?.variables?.bucket === "MONTH";
+  await page.route("**/graphql", async (route) => {
+    if (isMonth(route.request())) {
+      asked();
+      await held;
+    }
+    await route.continue();
+  });
+  await page.locator("#bucket").selectOption("MONTH");
+  await monthAsked;
+  await page.locator("#bucket").selectOption("DAY");
+  await eventually(async () => assert.equal(await chart.locator("circle.bucket").count(), days));
+
+  const finished = page.waitForEvent("requestfinished", isMonth);
+  release();
+  await finished;
+  await page.evaluate(() => new Promise((resolve) => setTimeout(resolve, 200)));
+  assert.equal(await chart.locator("circle.bucket").count(), days, "the DAY chart stays");
+  assertStayedOnLoopback(leaks);
+});
+
 test("the biggest drops of the week to the newest scrape", async (t) => {
   const { page, leaks } = await openDashboard(t);
   const filter = { brand: "Samsung", currency: "RUB" };
