@@ -25,7 +25,7 @@ use migration::{Migrator, MigratorTrait};
 use sea_orm::sqlx::{self, ConnectOptions as _, Connection as _, postgres::PgConnectOptions};
 use sea_orm::{
     ActiveModelTrait, ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbBackend,
-    DbErr, EntityTrait, Iterable,
+    DbErr, EntityTrait, Iterable, TransactionTrait,
 };
 
 use crate::config::DatabaseConfig;
@@ -97,13 +97,27 @@ async fn open(config: &DatabaseConfig, create: bool) -> Result<DatabaseConnectio
 
 /// Applies every pending migration and returns the names of those it
 /// applied. Safe to run again at any time.
+///
+/// On SQLite all of them run on one connection, in one transaction. SQLite
+/// parses an `ALTER TABLE` against the schema its connection last read, and
+/// checks that schema again only for statements on data: run through the
+/// pool, a migration's second `ALTER TABLE` could land on a connection that
+/// had not seen the first one's column, and fail, or lose it (seen in the
+/// tests as a key whose new `scopes` column read NULL). Other connections
+/// of the pool read the new schema before their next statement.
 pub async fn migrate(db: &DatabaseConnection) -> Result<Vec<String>, Error> {
     let pending = Migrator::get_pending_migrations_read_only(db)
         .await?
         .iter()
         .map(|m| m.name().to_owned())
         .collect();
-    Migrator::up(db, None).await?;
+    if db.get_database_backend() == DbBackend::Sqlite {
+        let txn = begin_write(db).await?;
+        Migrator::up(&txn, None).await?;
+        txn.commit().await?;
+    } else {
+        Migrator::up(db, None).await?;
+    }
     Ok(pending)
 }
 
@@ -405,7 +419,7 @@ pub async fn refresh_statistics(db: &DatabaseConnection) -> Result<(), DbErr> {
 /// front (`BEGIN IMMEDIATE`), so it waits for other writers instead of failing
 /// when it upgrades from reading.
 pub async fn begin_write(db: &DatabaseConnection) -> Result<sea_orm::DatabaseTransaction, DbErr> {
-    use sea_orm::{SqliteTransactionMode, TransactionOptions, TransactionTrait};
+    use sea_orm::{SqliteTransactionMode, TransactionOptions};
     db.begin_with_options(TransactionOptions {
         sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
         ..Default::default()

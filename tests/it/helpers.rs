@@ -129,7 +129,7 @@ impl TestDb {
 
 /// Rolls `db` back to just before the migration `name`, undoing every
 /// later one too: a test of one migration keeps testing it when more are
-/// added.
+/// added. In one transaction, on one connection, as `db::migrate` goes up.
 pub async fn migrate_down_through(db: &DatabaseConnection, name: &str) {
     use migration::{Migrator, MigratorTrait};
     let since = Migrator::migrations()
@@ -138,7 +138,9 @@ pub async fn migrate_down_through(db: &DatabaseConnection, name: &str) {
         .position(|m| m.name() == name)
         .unwrap_or_else(|| panic!("no migration {name}"));
     let steps = u32::try_from(since + 1).expect("few migrations");
-    Migrator::down(db, Some(steps)).await.expect("down");
+    let txn = vitrina::db::begin_write(db).await.expect("begin");
+    Migrator::down(&txn, Some(steps)).await.expect("down");
+    txn.commit().await.expect("commit the way down");
 }
 
 /// The instant every test clock starts at.

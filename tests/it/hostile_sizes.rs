@@ -14,7 +14,6 @@ use entity::{
     Marketplace, StringList, SubmissionStatus, TrustStatus, UserAuthStatus, current_price, product,
     product_translation, special_price,
 };
-use migration::{Migrator, MigratorTrait};
 use sea_orm::{ActiveValue::Set, DatabaseConnection, EntityTrait, IntoActiveModel, NotSet};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
@@ -330,7 +329,7 @@ async fn store_legacy(db: &DatabaseConnection, tag: &str, count: usize, bytes: u
         }
         ids.push(id);
     }
-    Migrator::up(db, None).await.expect("migrate up");
+    vitrina::db::migrate(db).await.expect("migrate up");
     ids
 }
 
