@@ -2,7 +2,9 @@
 //!
 //! A key is `vtr_` followed by 48 random hex digits. It is shown once; only its
 //! SHA-256 hash is stored, looked up through a unique index and compared in
-//! constant time. Revoked keys never authenticate.
+//! constant time. Revoked keys never authenticate; an expired key is known
+//! as such, so that its refusal can say it expired. A key's scopes say what
+//! it may do ([`scopes`]).
 
 use chrono::{DateTime, TimeDelta, Utc};
 use entity::{account, api_key};
@@ -19,6 +21,9 @@ use uuid::Uuid;
 use crate::error::Error;
 
 pub mod admin;
+pub mod scopes;
+
+pub use scopes::{Scope, Scopes};
 
 const KEY_PREFIX: &str = "vtr_";
 /// Characters of the key kept for display (`vtr_` and 8 hex digits).
@@ -33,6 +38,34 @@ pub(crate) const LAST_USED_RESOLUTION: TimeDelta = TimeDelta::minutes(1);
 pub struct Caller {
     pub account_id: Uuid,
     pub key_id: Uuid,
+    pub scopes: Scopes,
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+impl Caller {
+    /// Whether the key has expired at `now`.
+    pub fn expired(&self, now: DateTime<Utc>) -> bool {
+        self.expires_at.is_some_and(|at| at <= now)
+    }
+}
+
+/// What a new key may do, and until when.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyTerms {
+    pub scopes: Scopes,
+    /// `None`: the key never expires.
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// A key that may do everything and never expires, as every key did
+/// before keys had scopes.
+impl Default for KeyTerms {
+    fn default() -> Self {
+        KeyTerms {
+            scopes: Scopes::ALL,
+            expires_at: None,
+        }
+    }
 }
 
 /// A newly created key; `secret` exists only in this value.
@@ -94,12 +127,30 @@ pub async fn ensure_account(
     Ok(created)
 }
 
-/// Creates a key for the named account (creating the account if needed).
+/// Creates a key with every scope and no expiry for the named account
+/// (creating the account if needed).
 pub async fn create_key(
     db: &impl ConnectionTrait,
     account_name: &str,
     now: DateTime<Utc>,
 ) -> Result<NewKey, Error> {
+    create_key_with(db, account_name, KeyTerms::default(), now).await
+}
+
+/// Creates a key on `terms` for the named account (creating the account if
+/// needed). A key must have a scope, and may not expire before it is made.
+pub async fn create_key_with(
+    db: &impl ConnectionTrait,
+    account_name: &str,
+    terms: KeyTerms,
+    now: DateTime<Utc>,
+) -> Result<NewKey, Error> {
+    if terms.scopes.is_empty() {
+        return Err(Error::Invalid("a key needs at least one scope".into()));
+    }
+    if terms.expires_at.is_some_and(|at| at <= now) {
+        return Err(Error::Invalid("a key must expire after it is made".into()));
+    }
     let account = ensure_account(db, account_name, now).await?;
     let secret = generate_secret();
     let key = api_key::ActiveModel {
@@ -110,6 +161,8 @@ pub async fn create_key(
         created_at: Set(now),
         revoked_at: Set(None),
         last_used_at: Set(None),
+        scopes: Set(Some(terms.scopes.to_string())),
+        expires_at: Set(terms.expires_at),
     }
     .insert(db)
     .await?;
@@ -236,7 +289,8 @@ pub async fn revoked_among(
         .await
 }
 
-/// Resolves a presented key to its caller; `None` for unknown or revoked keys.
+/// Resolves a presented key to its caller; `None` for unknown or revoked
+/// keys. An expired key resolves, and [`Caller::expired`] says so.
 pub async fn authenticate(
     db: &impl ConnectionTrait,
     presented: &str,
@@ -265,11 +319,13 @@ pub async fn authenticate_hashed(
     let caller = Caller {
         account_id: key.account_id,
         key_id: key.id,
+        scopes: Scopes::from_stored(key.scopes.as_deref()),
+        expires_at: key.expires_at,
     };
-    if key
+    let stale = key
         .last_used_at
-        .is_none_or(|t| now - t >= LAST_USED_RESOLUTION)
-    {
+        .is_none_or(|t| now - t >= LAST_USED_RESOLUTION);
+    if stale && !caller.expired(now) {
         let mut active: api_key::ActiveModel = key.into();
         active.last_used_at = Set(Some(now));
         active.update(db).await?;

@@ -16,6 +16,12 @@ pub struct Model {
     pub created_at: DateTimeUtc,
     pub revoked_at: Option<DateTimeUtc>,
     pub last_used_at: Option<DateTimeUtc>,
+    /// What the key may do: space-separated scope names (`read upload
+    /// webhooks`); `None` for a key made before keys had scopes, which may
+    /// do everything.
+    pub scopes: Option<String>,
+    /// When the key stops authenticating; `None` never.
+    pub expires_at: Option<DateTimeUtc>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -22,6 +22,7 @@ mod m20261201_000025_products_newest_covering;
 mod m20261202_000026_lowest_prices;
 mod m20261202_000027_product_orders;
 mod m20261203_000028_price_webhooks;
+mod m20261204_000029_key_scopes;
 
 /// The statements that fill the tables triggers keep (`product_counts`,
 /// `lowest_prices`) afresh from the tables they are kept from, for a bulk
@@ -60,6 +61,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261202_000026_lowest_prices::Migration),
             Box::new(m20261202_000027_product_orders::Migration),
             Box::new(m20261203_000028_price_webhooks::Migration),
+            Box::new(m20261204_000029_key_scopes::Migration),
         ]
     }
 }

@@ -9,7 +9,8 @@ use axum::response::IntoResponse;
 use utoipa::OpenApi;
 
 use super::{scrapes, webhooks};
-use crate::rest::openapi::BearerAuth;
+use crate::accounts::Scope;
+use crate::rest::openapi::{BearerAuth, KeyScopes};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -17,7 +18,9 @@ use crate::rest::openapi::BearerAuth;
         title = "Vitrina extension API",
         version = "1",
         description = "What the browser-extension scraper and its settings page call: scrape uploads \
-            and webhook subscriptions. Bearer auth like REST v1; errors are `{\"error\": {\"code\", \"message\"}}`."
+            and webhook subscriptions. Bearer auth like REST v1; errors are `{\"error\": {\"code\", \"message\"}}`. \
+            Uploads need a key with the `upload` scope, webhook settings one with the `webhooks` scope \
+            (403 insufficient_scope without it); an expired key is 401."
     ),
     servers((url = "/extension/v1")),
     paths(
@@ -30,9 +33,17 @@ use crate::rest::openapi::BearerAuth;
         webhooks::rotate_secret,
         webhooks::test
     ),
-    modifiers(&BearerAuth),
+    modifiers(&BearerAuth, &SCOPES),
 )]
 pub struct ExtensionApiDoc;
+
+/// `/scrapes` uploads; every other path is a webhook setting.
+const SCOPES: KeyScopes = KeyScopes(|path| {
+    Some(match path.starts_with("/scrapes") {
+        true => Scope::Upload,
+        false => Scope::Webhooks,
+    })
+});
 
 /// The document, rendered once.
 pub fn document_json() -> &'static str {

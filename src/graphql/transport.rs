@@ -27,6 +27,7 @@ use futures_util::{SinkExt, StreamExt};
 use super::meter::Meter;
 use super::response::{self, accepts, api_error, refused_whole, request_error, respond};
 use super::{Priced, RequestData, Schemas, cost, gql, limits, persisted};
+use crate::accounts::Scope;
 use crate::http::conditional::{mark, not_modified_if_fresh};
 use crate::http::{ApiError, access};
 use crate::limits::RateDecision;
@@ -69,8 +70,9 @@ fn wrong_method(headers: &HeaderMap, allow: &'static str) -> Response {
 /// payload (`{"Authorization": "Bearer <key>"}`); opening a connection counts
 /// as one request against the rate limit, and so does each operation sent
 /// on it (`response::OverWebSocket`). Once its key is revoked, the
-/// connection is closed with code 4403 and its subscriptions end; when the
-/// server shuts down, with 1001 (going away).
+/// connection is closed with code 4403 and its subscriptions end; once its
+/// key expires, with 4401; when the server shuts down, with 1001 (going
+/// away).
 async fn subscribe(
     State(Endpoint { state, schemas }): State<Endpoint>,
     headers: HeaderMap,
@@ -82,6 +84,7 @@ async fn subscribe(
         .protocols(ALL_WEBSOCKET_PROTOCOLS)
         .on_upgrade(move |socket| async move {
             let revocations = state.revocations.clone();
+            let clock = state.clock.clone();
             let draining = state.draining.started();
             let (admitted_tx, admitted) = tokio::sync::oneshot::channel();
             let (mut sink, stream) = socket.split();
@@ -95,29 +98,43 @@ async fn subscribe(
                     {
                         headers.insert(header::AUTHORIZATION, value);
                     }
-                    let admission = access::admit(&state, &headers)
+                    let admission = access::admit(&state, &headers, Scope::Read)
                         .await
                         .map_err(|(error, _)| gql(error))?;
-                    let _ = admitted_tx.send(admission.caller.key_id);
+                    let _ = admitted_tx.send(admission.caller.clone());
                     let mut data = Data::default();
                     let caller = admission.caller;
                     data.insert(Arc::new(RequestData::new(state, caller, &schemas.shares)));
                     Ok(data)
                 })
                 .serve();
-            let revoked = async {
-                match admitted.await {
-                    Ok(key) => revocations.watch(key).revoked().await,
-                    // Never admitted: the protocol closes the socket.
-                    Err(_) => std::future::pending().await,
+            let ended = async {
+                // Never admitted: the protocol closes the socket.
+                let Ok(caller) = admitted.await else {
+                    return std::future::pending().await;
+                };
+                let expires = caller.expires_at.map(|at| (at - clock.now()).to_std());
+                let expired = async {
+                    match expires {
+                        Some(left) => tokio::time::sleep(left.unwrap_or_default()).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                let mut watch = revocations.watch(caller.key_id);
+                tokio::select! {
+                    () = watch.revoked() => CloseFrame {
+                        code: 4403,
+                        reason: "The API key of this connection was revoked.".into(),
+                    },
+                    () = expired => CloseFrame {
+                        code: 4401,
+                        reason: "The API key of this connection expired.".into(),
+                    },
                 }
             };
             let close = tokio::select! {
                 () = served => return,
-                () = revoked => CloseFrame {
-                    code: 4403,
-                    reason: "The API key of this connection was revoked.".into(),
-                },
+                frame = ended => frame,
                 () = draining => CloseFrame {
                     code: close_code::AWAY,
                     reason: "The server is shutting down.".into(),
@@ -294,7 +311,7 @@ async fn answer(
             Some(mut refusal) => {
                 // The key first, as for any request: a caller without one
                 // learns only that. Counted as one request.
-                return Answered::Done(match access::admit(state, headers).await {
+                return Answered::Done(match access::admit(state, headers, Scope::Read).await {
                     Ok(admission) => {
                         access::rate_headers(&admission.rate, refusal.headers_mut());
                         refusal
@@ -313,7 +330,7 @@ async fn answer(
     // so a caller without one cannot make the server parse what it sends.
     let known = requests.iter().all(|r| schemas.parsed.contains(&r.query));
     let pricing = join_all(requests.into_iter().map(|r| schemas.price(r)));
-    let admit = access::admit_many(state, headers, operations);
+    let admit = access::admit_many(state, headers, Scope::Read, operations);
     let (admission, priced) = if known {
         tokio::join!(admit, pricing)
     } else {

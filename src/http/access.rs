@@ -1,5 +1,6 @@
-//! Admission of a request: a valid API key, then the per-minute database-time
-//! budget and rate limit; and where a caller stands against its limits.
+//! Admission of a request: a valid, unexpired API key with the scope the
+//! route asks for, then the per-minute database-time budget and rate limit;
+//! and where a caller stands against its limits.
 
 use std::time::Instant;
 
@@ -12,7 +13,7 @@ use sea_orm::ConnectionTrait;
 
 use super::ApiError;
 use super::body_clock::BodyClock;
-use crate::accounts::{self, Caller};
+use crate::accounts::{self, Caller, Scope};
 use crate::limits::{RateDecision, quota};
 use crate::state::AppState;
 use crate::views::Allowance;
@@ -35,10 +36,15 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !key.is_empty()).then_some(key)
 }
 
-/// Authenticates the key and counts the request against the rate limit.
-/// A refused request carries its rate headers in the error path too.
-pub async fn admit(state: &AppState, headers: &HeaderMap) -> Result<Admission, Refusal> {
-    admit_many(state, headers, 1).await
+/// Authenticates the key, checks it has `scope`, and counts the request
+/// against the rate limit. A refused request carries its rate headers in
+/// the error path too.
+pub async fn admit(
+    state: &AppState,
+    headers: &HeaderMap,
+    scope: Scope,
+) -> Result<Admission, Refusal> {
+    admit_many(state, headers, scope, 1).await
 }
 
 /// As [`admit`], counting `units` requests (the operations of a GraphQL
@@ -47,27 +53,40 @@ pub async fn admit(state: &AppState, headers: &HeaderMap) -> Result<Admission, R
 pub async fn admit_many(
     state: &AppState,
     headers: &HeaderMap,
+    scope: Scope,
     units: u32,
 ) -> Result<Admission, Refusal> {
     let caller = authenticate(state, headers).await.map_err(|e| (e, None))?;
+    // Refused before it counts, like a request without a key.
+    if !caller.scopes.allows(scope) {
+        return Err((ApiError::InsufficientScope { needed: scope }, None));
+    }
     let rate = count_many(state, &caller, units).await?;
     Ok(Admission { caller, rate })
 }
 
-/// The caller whose valid key the request carries, counting nothing: from
-/// the keys admitted lately when it is one, else from the database.
+/// The caller whose valid, unexpired key the request carries, counting
+/// nothing: from the keys admitted lately when it is one, else from the
+/// database. Whatever its scopes.
 pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Caller, ApiError> {
     let key = bearer(headers).ok_or(ApiError::Unauthorized)?;
     let (hash, now) = (accounts::hash_key(key), state.clock.now());
-    if let Some(caller) = state.known_keys.caller(&hash, now) {
-        return Ok(caller);
+    let caller = match state.known_keys.caller(&hash, now) {
+        Some(caller) => caller,
+        None => {
+            let caller = accounts::authenticate_hashed(&state.db, &hash, now)
+                .await
+                .map_err(ApiError::from)?
+                .ok_or(ApiError::Unauthorized)?;
+            state.known_keys.remember(hash, caller.clone(), now);
+            caller
+        }
+    };
+    // Checked on every use: a remembered key expires on time too.
+    match caller.expires_at {
+        Some(at) if caller.expired(now) => Err(ApiError::KeyExpired { at }),
+        _ => Ok(caller),
     }
-    let caller = accounts::authenticate_hashed(&state.db, &hash, now)
-        .await
-        .map_err(ApiError::from)?
-        .ok_or(ApiError::Unauthorized)?;
-    state.known_keys.remember(hash, caller.clone(), now);
-    Ok(caller)
 }
 
 /// Where `caller` stands against the per-minute rate limit, counting nothing.
@@ -155,16 +174,18 @@ pub fn rate_headers(rate: &RateDecision, headers: &mut HeaderMap) {
     }
 }
 
-/// Middleware for keyed routes: admits the caller, hands it to the handler as
-/// an extension, and adds the rate-limit headers to whatever is answered. A
-/// request answered `304 Not Modified` counts like any other: its answer was
-/// worked out to be compared (`http::conditional`).
+/// Middleware for keyed routes, each of which names the scope it needs
+/// (`from_fn_with_state((state, scope), require_key)`): admits the caller,
+/// hands it to the handler as an extension, and adds the rate-limit headers
+/// to whatever is answered. A request answered `304 Not Modified` counts
+/// like any other: its answer was worked out to be compared
+/// (`http::conditional`).
 pub async fn require_key(
-    State(state): State<AppState>,
+    State((state, scope)): State<(AppState, Scope)>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    match admit(&state, request.headers()).await {
+    match admit(&state, request.headers(), scope).await {
         Ok(admission) => {
             let account = admission.caller.account_id;
             request.extensions_mut().insert(admission.caller);

@@ -15,15 +15,26 @@
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::accounts::Scope;
 use crate::query::QueryError;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ApiError {
     /// Missing, malformed, unknown or revoked API key.
     Unauthorized,
+    /// A key past its expiry: 401 like any key that no longer works, with
+    /// a message that says why.
+    KeyExpired {
+        at: DateTime<Utc>,
+    },
+    /// A valid key without the scope the route needs.
+    InsufficientScope {
+        needed: Scope,
+    },
     MissingParameter(String),
     InvalidParameter(String),
     NotFound,
@@ -94,7 +105,8 @@ impl ApiError {
     /// The snake_case error code of the REST body.
     pub fn code(&self) -> &'static str {
         match self {
-            ApiError::Unauthorized => "unauthorized",
+            ApiError::Unauthorized | ApiError::KeyExpired { .. } => "unauthorized",
+            ApiError::InsufficientScope { .. } => "insufficient_scope",
             ApiError::MissingParameter(_) => "missing_parameter",
             ApiError::InvalidParameter(_) => "invalid_parameter",
             ApiError::NotFound => "not_found",
@@ -116,7 +128,8 @@ impl ApiError {
 
     pub fn status(&self) -> StatusCode {
         match self {
-            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Unauthorized | ApiError::KeyExpired { .. } => StatusCode::UNAUTHORIZED,
+            ApiError::InsufficientScope { .. } => StatusCode::FORBIDDEN,
             ApiError::MissingParameter(_)
             | ApiError::InvalidParameter(_)
             | ApiError::InvalidBody(_) => StatusCode::BAD_REQUEST,
@@ -144,6 +157,14 @@ impl ApiError {
             ApiError::Unauthorized => {
                 "A valid API key is required: send Authorization: Bearer <API_KEY>.".into()
             }
+            ApiError::KeyExpired { at } => format!(
+                "The API key expired at {}; ask for a new one.",
+                at.to_rfc3339_opts(SecondsFormat::Secs, true)
+            ),
+            ApiError::InsufficientScope { needed } => format!(
+                "This API key lacks the {needed} scope, which this request needs; use a key \
+                 made with it."
+            ),
             ApiError::MissingParameter(m)
             | ApiError::InvalidParameter(m)
             | ApiError::InvalidBody(m) => sentence(m),
@@ -331,6 +352,21 @@ impl IntoResponse for ApiError {
         match self {
             ApiError::Unauthorized => {
                 headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            // RFC 6750, section 3.
+            ApiError::KeyExpired { .. } => {
+                let challenge =
+                    r#"Bearer error="invalid_token", error_description="The API key expired""#;
+                headers.insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static(challenge),
+                );
+            }
+            ApiError::InsufficientScope { needed } => {
+                let challenge = format!(r#"Bearer error="insufficient_scope", scope="{needed}""#);
+                if let Ok(value) = HeaderValue::from_str(&challenge) {
+                    headers.insert(header::WWW_AUTHENTICATE, value);
+                }
             }
             ApiError::MethodNotAllowed { allow: Some(allow) } => {
                 headers.insert(header::ALLOW, HeaderValue::from_static(allow));

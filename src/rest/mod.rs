@@ -16,6 +16,7 @@ use axum::Router;
 use axum::middleware;
 use axum::routing::get;
 
+use crate::accounts::Scope;
 use crate::http::{ApiError, access, conditional, sized};
 use crate::state::AppState;
 
@@ -35,7 +36,10 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route_layer(middleware::from_fn(sized::require_within))
         // Inside the key check, which gives back the request of a 304.
         .route_layer(middleware::from_fn(conditional::revalidate))
-        .route_layer(middleware::from_fn_with_state(state, access::require_key));
+        .route_layer(middleware::from_fn_with_state(
+            (state, Scope::Read),
+            access::require_key,
+        ));
     let free = Router::new()
         .route("/rate_limit", get(limits::standing))
         .route_layer(middleware::from_fn(sized::require_within));

@@ -8,12 +8,13 @@ use axum::response::IntoResponse;
 use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::path::{ParameterBuilder, ParameterIn};
 use utoipa::openapi::response::ResponseBuilder;
-use utoipa::openapi::schema::{Object, Schema, SchemaType, Type};
+use utoipa::openapi::schema::{Object, Ref, Schema, SchemaType, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
-use utoipa::openapi::{RefOr, Required};
+use utoipa::openapi::{Content, RefOr, Required};
 use utoipa::{Modify, OpenApi};
 
 use super::{catalog, limits, products, scrapes, sellers};
+use crate::accounts::Scope;
 use crate::query::MAX_TEXT_LEN;
 
 /// Declares the `bearerAuth` security scheme.
@@ -26,6 +27,47 @@ impl Modify for BearerAuth {
             "bearerAuth",
             SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
         );
+    }
+}
+
+/// Documents what the key of each keyed operation (one that answers 401)
+/// must be: unexpired, and holding the scope the function gives for its
+/// path (403 `insufficient_scope` without it), when it gives one. The
+/// routers name the same scopes (`access::require_key`); a test walks both
+/// documents and asks each operation with a key lacking its scope.
+pub struct KeyScopes(pub fn(&str) -> Option<Scope>);
+
+impl Modify for KeyScopes {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let error = Content::new(Some(Ref::from_schema_name("ErrorBody")));
+        for (path, item) in &mut openapi.paths.paths {
+            let scope = (self.0)(path);
+            let methods = [
+                &mut item.get,
+                &mut item.post,
+                &mut item.put,
+                &mut item.patch,
+                &mut item.delete,
+            ];
+            for operation in methods.into_iter().flatten() {
+                let responses = &mut operation.responses.responses;
+                let Some(RefOr::T(unauthorized)) = responses.get_mut("401") else {
+                    continue;
+                };
+                unauthorized.description = "unauthorized: the API key is missing, malformed, \
+                    unknown, revoked or expired (then the message says when it expired)."
+                    .into();
+                let Some(scope) = scope else { continue };
+                let forbidden = ResponseBuilder::new()
+                    .description(format!(
+                        "insufficient_scope: the API key lacks the `{scope}` scope this \
+                         operation needs."
+                    ))
+                    .content("application/json", error.clone())
+                    .build();
+                responses.insert("403".into(), RefOr::T(forbidden));
+            }
+        }
     }
 }
 
@@ -133,7 +175,8 @@ impl Modify for ConditionalRequests {
         description = "Read-only marketplace product data. Every endpoint needs `Authorization: Bearer <API_KEY>`. \
             Errors are `{\"error\": {\"code\", \"message\"}}`. `page` and `page_size` never fail: invalid values \
             fall back to 1 and 100. Every response carries X-RateLimit-Limit, X-RateLimit-Remaining and \
-            X-RateLimit-Reset (Unix seconds when the minute window ends). Every successful GET carries an \
+            X-RateLimit-Reset (Unix seconds when the minute window ends). Every data endpoint needs a key \
+            with the `read` scope (403 insufficient_scope without it); an expired key is 401. Every successful GET carries an \
             ETag; sent back in If-None-Match, an unchanged answer is 304 Not Modified, which counts against \
             the rate limit like any request (its answer is worked out to compare it) but charges no quota. \
             GET /rate_limit is free. An answer larger than the server's response size limit (16 MiB by \
@@ -145,9 +188,12 @@ impl Modify for ConditionalRequests {
         catalog::categories, catalog::brands, scrapes::list, scrapes::get, scrapes::products,
         limits::standing,
     ),
-    modifiers(&BearerAuth, &TextParameters, &ConditionalRequests),
+    modifiers(&BearerAuth, &TextParameters, &ConditionalRequests, &READ_SCOPE),
 )]
 pub struct ApiDoc;
+
+/// Every operation but the free `GET /rate_limit` reads data.
+const READ_SCOPE: KeyScopes = KeyScopes(|path| (path != "/rate_limit").then_some(Scope::Read));
 
 /// The document, rendered once.
 pub fn document_json() -> &'static str {

@@ -126,6 +126,8 @@ mod tests {
         Caller {
             account_id: Uuid::new_v4(),
             key_id: Uuid::new_v4(),
+            scopes: crate::accounts::Scopes::ALL,
+            expires_at: None,
         }
     }
 

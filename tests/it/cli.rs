@@ -83,6 +83,81 @@ async fn keys_create_list_and_revoke() {
 }
 
 #[tokio::test]
+async fn keys_create_takes_scopes_and_an_expiry() {
+    let db = migrated_db().await;
+    let before = chrono::Utc::now();
+    let out = vitrina(
+        &db.url,
+        &[
+            "keys",
+            "create",
+            "--account",
+            "shop",
+            "--scope",
+            "read,webhooks",
+            "--expires-in",
+            "30d",
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let printed = stdout(&out);
+    let id = printed.split_whitespace().nth(3).expect("id printed");
+    let secret = printed
+        .lines()
+        .find(|l| l.starts_with("vtr_"))
+        .expect("key printed");
+    let terms = printed
+        .lines()
+        .find(|l| l.starts_with("scopes: "))
+        .expect("terms printed");
+    assert!(
+        terms.starts_with("scopes: read webhooks; expires: 20"),
+        "{terms}"
+    );
+
+    let conn = db.connect().await;
+    let caller = vitrina::accounts::authenticate(&conn, secret, chrono::Utc::now())
+        .await
+        .unwrap()
+        .expect("the key works");
+    use vitrina::accounts::Scope;
+    assert!(caller.scopes.allows(Scope::Read) && caller.scopes.allows(Scope::Webhooks));
+    assert!(!caller.scopes.allows(Scope::Upload));
+    let expires_at = caller.expires_at.expect("an expiry");
+    let thirty_days = chrono::TimeDelta::days(30);
+    assert!(expires_at >= before + thirty_days && expires_at <= chrono::Utc::now() + thirty_days);
+    let list = stdout(&vitrina(&db.url, &["keys", "list"]));
+    let row = list.lines().find(|l| l.starts_with(id)).expect("listed");
+    assert!(
+        row.contains("read webhooks")
+            && row.contains(&terms["scopes: read webhooks; expires: ".len()..]),
+        "{row}"
+    );
+
+    for (args, expected) in [
+        (
+            &["--scope", "admin"][..],
+            "invalid value 'admin' for '--scope",
+        ),
+        (
+            &["--expires-in", "soon"][..],
+            "invalid value 'soon' for '--expires-in",
+        ),
+        (
+            &["--expires-in", "0s"][..],
+            "a key must expire after it is made",
+        ),
+    ] {
+        let out = vitrina(
+            &db.url,
+            &[&["keys", "create", "--account", "shop"][..], args].concat(),
+        );
+        assert!(!out.status.success(), "{out:?}");
+        assert!(stderr(&out).contains(expected), "{}", stderr(&out));
+    }
+}
+
+#[tokio::test]
 async fn keys_revoke_takes_the_prefix_keys_list_shows() {
     let db = migrated_db().await;
     let (id, secret) = create_key(&db, "acme");

@@ -209,8 +209,17 @@ impl TestApp {
         Self::start(Settings::default(), Some(demo_key.to_owned())).await
     }
 
+    /// The app over a database the test made (and perhaps migrated down
+    /// and filled): connected and migrated as `serve` starts.
+    pub async fn spawn_on(test_db: TestDb, settings: Settings) -> TestApp {
+        Self::start_on(test_db, settings, None).await
+    }
+
     async fn start(settings: Settings, demo_key: Option<String>) -> TestApp {
-        let test_db = TestDb::new().await;
+        Self::start_on(TestDb::new().await, settings, demo_key).await
+    }
+
+    async fn start_on(test_db: TestDb, settings: Settings, demo_key: Option<String>) -> TestApp {
         let mut db = test_db.connect().await;
         let statements = Arc::new(std::sync::Mutex::new(Vec::new()));
         let key_lookups = Arc::new(AtomicUsize::new(0));

@@ -45,6 +45,7 @@ mod hostile_sellers;
 mod hostile_sizes;
 mod hostile_snapshots;
 mod idempotency;
+mod key_scopes;
 mod known_keys;
 mod merge_outage;
 mod metrics;
