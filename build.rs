@@ -1,7 +1,8 @@
-//! Puts GraphiQL's browser packages into the binary when npm can fetch them.
+//! Puts the browser packages of GraphiQL and of the API reference (`GET
+//! /docs`) into the binary when npm can fetch them.
 //!
-//! `web/graphiql/pinned-assets.json` names each file the page loads with its
-//! package version and Subresource Integrity hash; `npm run pin` in `web/`
+//! `web/graphiql/pinned-assets.json` names each file a page loads with the
+//! page, its package version and Subresource Integrity hash; `npm run pin` in `web/`
 //! writes it from the files npm installs, so no hash is typed by hand. This
 //! script checks the manifest's versions against `web/package-lock.json`,
 //! then runs `npm ci`, which installs the lockfile's exact versions (npm
@@ -31,6 +32,8 @@ type Failure = Box<dyn std::error::Error>;
 
 /// One file of the manifest.
 struct Pinned {
+    /// The `assets::Page` variant of the page that loads it.
+    page: &'static str,
     package: String,
     version: String,
     file: String,
@@ -53,8 +56,9 @@ fn main() -> Result<(), Failure> {
         }
         Err(why) => {
             println!(
-                "cargo:warning=GraphiQL's packages are not built into this binary ({why}): \
-                 its page will load them from a CDN at the pinned versions and hashes. \
+                "cargo:warning=The browser packages of GraphiQL and the API reference are not \
+                 built into this binary ({why}): their pages will load them from a CDN at the \
+                 pinned versions and hashes. \
                  Install Node.js 20+ with npm and rebuild (after `cargo clean -p vitrina`) \
                  to serve them offline."
             );
@@ -65,9 +69,9 @@ fn main() -> Result<(), Failure> {
     for p in &pinned {
         writeln!(
             code,
-            "    Asset {{ package: {:?}, version: {:?}, file: {:?}, content_type: {:?}, \
-             integrity: {:?} }},",
-            p.package, p.version, p.file, p.content_type, p.integrity
+            "    Asset {{ page: Page::{}, package: {:?}, version: {:?}, file: {:?}, \
+             content_type: {:?}, integrity: {:?} }},",
+            p.page, p.package, p.version, p.file, p.content_type, p.integrity
         )?;
     }
     code.push_str("];\n");
@@ -91,7 +95,13 @@ fn pinned() -> Result<Vec<Pinned>, Failure> {
                 .map(str::to_owned)
                 .ok_or_else(|| format!("an entry of {MANIFEST} has no {key:?}"))
         };
+        let page = match field("page")?.as_str() {
+            "graphiql" => "Graphiql",
+            "docs" => "ApiReference",
+            other => return Err(format!("{MANIFEST} names an unknown page {other:?}").into()),
+        };
         let p = Pinned {
+            page,
             package: field("package")?,
             version: field("version")?,
             file: field("file")?,
@@ -173,7 +183,7 @@ fn embedded(pinned: &[Pinned], modules: &Path) -> Result<String, Failure> {
 /// Every installed package's section of LICENSES.txt.
 fn licences(modules: &Path) -> Result<String, Failure> {
     let mut text = String::from(
-        "The GraphiQL playground served by Vitrina is built from these npm packages.\n",
+        "GraphiQL and the API reference served by Vitrina are built from these npm packages.\n",
     );
     for package in packages(modules) {
         text.push_str(&licence(&package)?);
@@ -185,8 +195,8 @@ fn licences(modules: &Path) -> Result<String, Failure> {
 /// them, and names the ones the page loads from the CDN.
 fn cdn_licences(pinned: &[Pinned]) -> String {
     let mut text = String::from(
-        "This Vitrina was built without GraphiQL's packages: the page loads these \
-         files from a CDN, each package with its licence.\n\n",
+        "This Vitrina was built without the browser packages of GraphiQL and the API \
+         reference: the pages load these files from a CDN, each package with its licence.\n\n",
     );
     for p in pinned {
         text.push_str(&format!(

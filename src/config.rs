@@ -306,7 +306,8 @@ pub struct GraphqlConfig {
     )]
     pub db_max_connections_per_account: Option<u32>,
 
-    /// An npm CDN for GraphiQL's packages (unpkg's layout, e.g.
+    /// An npm CDN for the packages of GraphiQL and the API reference at
+    /// `/docs` (unpkg's layout, e.g.
     /// `https://unpkg.com`), loaded at the versions built into Vitrina and
     /// pinned with Subresource Integrity. Unset: Vitrina serves its own copy
     /// (a binary built without npm has none, and loads from `https://unpkg.com`).

@@ -9,7 +9,7 @@
 use axum::response::Response;
 use serde::Serialize;
 
-use super::assets::{self, BuiltIn};
+use super::assets::{self, BuiltIn, Page, html_escape};
 use crate::config::GraphqlConfig;
 use crate::state::AppState;
 
@@ -65,23 +65,34 @@ impl AssetSource<'_> {
         }
     }
 
-    /// What the page says when the packages come from a CDN; `None` when
+    /// What `page` says when its packages come from a CDN; `None` when
     /// they come from this binary. (The start-up log adds why a binary has
     /// none: that is the operator's business, not the visitor's.)
-    pub fn notice(&self) -> Option<String> {
-        let base = self.base();
+    pub fn notice(&self, page: Page) -> Option<String> {
+        let (base, name) = (self.base(), page.name());
         match self {
             AssetSource::BuiltIn => None,
             AssetSource::Configured(_) => Some(format!(
-                "GraphiQL loads its packages from {base} (VITRINA_GRAPHIQL_ASSETS) \
-                 at the pinned versions, each checked by Subresource Integrity."
+                "This page ({name}) loads its packages from {base} \
+                 (VITRINA_GRAPHIQL_ASSETS) at the pinned versions, each checked by \
+                 Subresource Integrity."
             )),
             AssetSource::NotBuiltIn(_) => Some(format!(
-                "This Vitrina was built without npm, so GraphiQL loads its \
+                "This Vitrina was built without npm, so this page ({name}) loads its \
                  packages from {base} at the pinned versions, each checked by \
                  Subresource Integrity; a build with npm serves them itself, offline."
             )),
         }
+    }
+
+    /// The notice as a paragraph at the top of `page`, or nothing.
+    pub fn notice_html(&self, page: Page) -> String {
+        self.notice(page).map_or_else(String::new, |text| {
+            format!(
+                "<p id=\"vitrina-assets-notice\">{}</p>\n",
+                html_escape(&text)
+            )
+        })
     }
 }
 
@@ -95,14 +106,15 @@ impl std::fmt::Display for AssetSource<'_> {
     }
 }
 
-/// Says at start-up, as a warning, that this binary was built without
-/// GraphiQL's packages, why, and where the page loads them from instead.
+/// Says at start-up, as a warning, that this binary was built without the
+/// pages' packages, why, and where the pages load them from instead.
 pub fn warn_if_not_built_in(config: &GraphqlConfig) {
     if let AssetSource::NotBuiltIn(why) = asset_source(config) {
         tracing::warn!(
-            "GraphiQL's packages are not built into this binary ({why}): the page at \
-             /graphql loads them from {DEFAULT_CDN} at the pinned versions, each checked by \
-             Subresource Integrity (VITRINA_GRAPHIQL_ASSETS names another CDN)"
+            "the browser packages of GraphiQL and the API reference are not built into this \
+             binary ({why}): the pages at /graphql and /docs load them from {DEFAULT_CDN} at \
+             the pinned versions, each checked by Subresource Integrity \
+             (VITRINA_GRAPHIQL_ASSETS names another CDN)"
         );
     }
 }
@@ -141,27 +153,8 @@ pub fn page(state: &AppState) -> String {
         default_headers: serde_json::to_string_pretty(&headers).unwrap_or_default(),
         demo_key: key,
     };
-    let mut styles = String::new();
-    let mut scripts = String::new();
-    for asset in assets::ASSETS {
-        let url = html_escape(&format!("{base}/{}", asset.path()));
-        let integrity = asset.integrity;
-        if asset.content_type == "text/css" {
-            styles.push_str(&format!(
-                "<link rel=\"stylesheet\" href=\"{url}\" integrity=\"{integrity}\" crossorigin=\"anonymous\">\n"
-            ));
-        } else {
-            scripts.push_str(&format!(
-                "<script src=\"{url}\" integrity=\"{integrity}\" crossorigin=\"anonymous\"></script>\n"
-            ));
-        }
-    }
-    let notice = source.notice().map_or_else(String::new, |text| {
-        format!(
-            "<p id=\"vitrina-assets-notice\">{}</p>\n",
-            html_escape(&text)
-        )
-    });
+    let (styles, scripts) = assets::tags(Page::Graphiql, base);
+    let notice = source.notice_html(Page::Graphiql);
     let config = script_json(&config);
     format!(
         r#"<!doctype html>
@@ -186,14 +179,6 @@ body {{ margin: 0; height: 100vh; display: flex; flex-direction: column; }}
 </html>
 "#
     )
-}
-
-/// Text safe inside an HTML element or a quoted attribute.
-fn html_escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 /// `GET /graphiql/vitrina-graphiql.js`.

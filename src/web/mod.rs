@@ -1,12 +1,13 @@
 //! What Vitrina serves to browsers besides the API: GraphiQL at
 //! `GET /graphql` (the page is answered by the GraphQL endpoint, its scripts
-//! here) and, under `serve --demo`, a small dashboard built on the GraphQL
-//! API as a frontend would build it. Everything these pages load comes from
+//! here), the API reference at `GET /docs` and, under `serve --demo`, a
+//! small dashboard built on the GraphQL API as a frontend would build it. Everything these pages load comes from
 //! the binary, so they work with no internet.
 
 pub mod assets;
 mod dashboard;
 pub mod graphiql;
+mod reference;
 
 use axum::Router;
 use axum::http::{HeaderValue, header};
@@ -19,6 +20,8 @@ use crate::state::AppState;
 pub fn router(demo: bool) -> Router<AppState> {
     let router = Router::new()
         .route("/graphiql/vitrina-graphiql.js", get(graphiql::script))
+        .route("/docs", get(reference::show))
+        .route("/docs/vitrina-docs.js", get(reference::script))
         .route("/graphiql/assets/LICENSES.txt", get(assets::licences))
         .route("/graphiql/assets/{*path}", get(assets::serve));
     if demo {

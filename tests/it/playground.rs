@@ -1,6 +1,7 @@
-//! The browser pages: GraphiQL's assets come from the binary, pinned with
-//! Subresource Integrity (or from a CDN at the same versions and hashes),
-//! the demo key and the demo dashboard appear only under `serve --demo`.
+//! The browser pages: the assets of GraphiQL and of the API reference come
+//! from the binary, pinned with Subresource Integrity (or from a CDN at the
+//! same versions and hashes), the demo key and the demo dashboard appear
+//! only under `serve --demo`.
 //! What the pages do in a browser is tested in `web/tests` (real Chromium).
 
 use base64::Engine as _;
@@ -63,10 +64,35 @@ async fn graphiql_loads_every_asset_from_the_binary_as_pinned() {
         );
     }
     assert!(
+        !names.iter().any(|url| url.contains("swagger")),
+        "{names:?}"
+    );
+    assert_served_as_pinned(&app, &page).await;
+    let script = app.get("/graphiql/vitrina-graphiql.js").await;
+    assert_eq!(script.status(), 200);
+    assert!(script.text().await.unwrap().contains("explorerPlugin"));
+    // Only the table's files exist: no other version, no path out of it.
+    let long = format!("/graphiql/assets/{}", "a/".repeat(4000));
+    for path in [
+        "/graphiql/assets/graphiql@0.0.1/graphiql.min.js",
+        "/graphiql/assets/graphiql@3.9.0/../../../Cargo.toml",
+        "/graphiql/assets/%2e%2e/%2e%2e/Cargo.toml",
+        "/graphiql/assets/graphiql@3.9.0/package.json",
+        long.as_str(),
+    ] {
+        let response = app.get(path).await;
+        assert_eq!(response.status(), 404, "{path}");
+    }
+}
+
+/// The page names no other origin, and each file it pins is served by the
+/// binary, once and for good, with the bytes its integrity hash names.
+async fn assert_served_as_pinned(app: &TestApp, page: &str) {
+    assert!(
         !page.contains("http://") && !page.contains("https://"),
         "{page}"
     );
-    for (url, integrity) in &pinned {
+    for (url, integrity) in &pinned_urls(page) {
         assert!(url.starts_with("/graphiql/assets/"), "{url}");
         let response = app.get(url).await;
         assert_eq!(response.status(), 200, "{url}");
@@ -93,21 +119,30 @@ async fn graphiql_loads_every_asset_from_the_binary_as_pinned() {
         assert!(body.len() > 1000, "{url}");
         assert_eq!(&sri(&body), integrity, "{url}");
     }
-    let script = app.get("/graphiql/vitrina-graphiql.js").await;
-    assert_eq!(script.status(), 200);
-    assert!(script.text().await.unwrap().contains("explorerPlugin"));
-    // Only the table's files exist: no other version, no path out of it.
-    let long = format!("/graphiql/assets/{}", "a/".repeat(4000));
-    for path in [
-        "/graphiql/assets/graphiql@0.0.1/graphiql.min.js",
-        "/graphiql/assets/graphiql@3.9.0/../../../Cargo.toml",
-        "/graphiql/assets/%2e%2e/%2e%2e/Cargo.toml",
-        "/graphiql/assets/graphiql@3.9.0/package.json",
-        long.as_str(),
-    ] {
-        let response = app.get(path).await;
-        assert_eq!(response.status(), 404, "{path}");
+}
+
+#[tokio::test]
+async fn the_api_reference_shows_both_documents_from_the_binary_as_pinned() {
+    let app = TestApp::spawn().await;
+    let page = page(&app, "/docs").await;
+    let pinned = pinned_urls(&page);
+    assert_eq!(pinned.len(), 3, "{pinned:?}");
+    assert!(
+        pinned
+            .iter()
+            .all(|(url, _)| url.contains("/assets/swagger-ui-dist@")),
+        "{pinned:?}"
+    );
+    assert_served_as_pinned(&app, &page).await;
+    for document in ["/v1/openapi.json", "/extension/v1/openapi.json"] {
+        assert!(page.contains(&format!(r#""url":"{document}""#)), "{page}");
+        assert_eq!(app.get(document).await.status(), 200, "{document}");
     }
+    let script = app.get("/docs/vitrina-docs.js").await;
+    assert_eq!(script.status(), 200);
+    let script = script.text().await.unwrap();
+    // Swagger UI would otherwise send each document to its public validator.
+    assert!(script.contains("validatorUrl: null"), "{script}");
 }
 
 #[tokio::test]

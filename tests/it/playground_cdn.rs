@@ -1,7 +1,7 @@
-//! GraphiQL's packages loaded from a CDN: the page pins each file of the
-//! committed manifest (`web/graphiql/pinned-assets.json`) by version and
-//! Subresource Integrity hash, and the page and the start-up log say where
-//! the files come from. The last test needs a binary built without npm;
+//! The pages' packages loaded from a CDN: GraphiQL and the API reference
+//! pin each of their files of the committed manifest
+//! (`web/graphiql/pinned-assets.json`) by version and Subresource Integrity
+//! hash, and the pages and the start-up log say where the files come from. The last test needs a binary built without npm;
 //! `.ci/run` builds one with npm hidden from the PATH and runs this module
 //! there with `--include-ignored`.
 
@@ -13,16 +13,26 @@ use crate::helpers::{TestApp, TestDb};
 use crate::playground::{page, pinned_urls};
 use crate::serve::Serve;
 
-/// (URL under `base`, integrity) of each file of the committed manifest, in
-/// the order the page must load them: stylesheets first, then scripts.
-fn manifest_urls(base: &str) -> Vec<(String, String)> {
+/// The pages, by their path and their name in the manifest.
+const PAGES: [(&str, &str); 2] = [("/graphql", "graphiql"), ("/docs", "docs")];
+
+/// (URL under `base`, integrity) of each file of the committed manifest
+/// that `page` loads, in the order it must load them: stylesheets first,
+/// then scripts.
+fn manifest_urls(base: &str, page: &str) -> Vec<(String, String)> {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/web/graphiql/pinned-assets.json"
     );
     let text = std::fs::read_to_string(path).expect("the manifest");
     let manifest: serde_json::Value = serde_json::from_str(&text).expect("JSON");
-    let assets = manifest["assets"].as_array().expect("an assets list");
+    let assets: Vec<_> = manifest["assets"]
+        .as_array()
+        .expect("an assets list")
+        .iter()
+        .filter(|a| a["page"] == page)
+        .collect();
+    assert!(!assets.is_empty(), "{page} loads files");
     let url = |a: &serde_json::Value| {
         (
             format!("{base}/{}@{}/{}", a["package"], a["version"], a["file"]).replace('"', ""),
@@ -30,12 +40,12 @@ fn manifest_urls(base: &str) -> Vec<(String, String)> {
         )
     };
     let is_css = |a: &&serde_json::Value| a["contentType"] == "text/css";
-    let styles = assets.iter().filter(is_css).map(url);
-    let scripts = assets.iter().filter(|a| !is_css(a)).map(url);
+    let styles = assets.iter().copied().filter(is_css).map(url);
+    let scripts = assets.iter().copied().filter(|a| !is_css(a)).map(url);
     styles.chain(scripts).collect()
 }
 
-/// The text of the page's notice about where GraphiQL loads from.
+/// The text of the page's notice about where its packages load from.
 fn notice(page: &str) -> Option<&str> {
     let start = page.find("<p id=\"vitrina-assets-notice\">")?;
     let text = &page[start..];
@@ -72,15 +82,19 @@ async fn a_configured_cdn_page_pins_every_file_of_the_manifest() {
     let mut settings = Settings::default();
     settings.graphql.graphiql_assets = Some("https://cdn.example/npm/".into());
     let app = TestApp::spawn_with_settings(settings).await;
-    let page = page(&app, "/graphql").await;
-
-    assert_eq!(pinned_urls(&page), manifest_urls("https://cdn.example/npm"));
-    assert_each_tag_is_cross_origin(&page);
-    assert!(!page.contains("/graphiql/assets/react"), "{page}");
-    let notice = notice(&page).expect("a notice on the page");
-    assert!(notice.contains("https://cdn.example/npm"), "{notice}");
-    assert!(notice.contains("VITRINA_GRAPHIQL_ASSETS"), "{notice}");
-    assert!(notice.contains("Subresource Integrity"), "{notice}");
+    for (path, name) in PAGES {
+        let page = page(&app, path).await;
+        assert_eq!(
+            pinned_urls(&page),
+            manifest_urls("https://cdn.example/npm", name)
+        );
+        assert_each_tag_is_cross_origin(&page);
+        assert!(!page.contains("=\"/graphiql/assets/"), "{page}");
+        let notice = notice(&page).expect("a notice on the page");
+        assert!(notice.contains("https://cdn.example/npm"), "{notice}");
+        assert!(notice.contains("VITRINA_GRAPHIQL_ASSETS"), "{notice}");
+        assert!(notice.contains("Subresource Integrity"), "{notice}");
+    }
 }
 
 #[tokio::test]
@@ -106,22 +120,25 @@ async fn serve_names_a_configured_cdn_in_its_start_up_summary() {
 #[ignore = "needs a binary built without npm: .ci/run builds one and runs it"]
 async fn built_without_npm_graphiql_loads_from_the_default_cdn_and_says_so() {
     let app = TestApp::spawn().await;
+    for (path, name) in PAGES {
+        let page = page(&app, path).await;
+        assert_eq!(pinned_urls(&page), manifest_urls("https://unpkg.com", name));
+        assert_each_tag_is_cross_origin(&page);
+        let notice = notice(&page).expect("a notice on the page");
+        assert!(notice.contains("built without npm"), "{notice}");
+        assert!(notice.contains("https://unpkg.com"), "{notice}");
+    }
     let page = page(&app, "/graphql").await;
-    assert_eq!(pinned_urls(&page), manifest_urls("https://unpkg.com"));
-    assert_each_tag_is_cross_origin(&page);
-    let notice = notice(&page).expect("a notice on the page");
-    assert!(notice.contains("built without npm"), "{notice}");
-    assert!(notice.contains("https://unpkg.com"), "{notice}");
     assert!(page.contains(r#""builtIn":false"#), "{page}");
 
     // No copy to serve, and no licence texts of packages it does not carry.
-    let (first, _) = &manifest_urls("/graphiql/assets")[0];
+    let (first, _) = &manifest_urls("/graphiql/assets", "graphiql")[0];
     assert_eq!(app.get(first).await.status(), 404, "{first}");
     let licences = app.get("/graphiql/assets/LICENSES.txt").await;
     assert_eq!(licences.status(), 200);
     let licences = licences.text().await.expect("text");
     assert!(
-        licences.contains("built without GraphiQL's packages"),
+        licences.contains("built without the browser packages of GraphiQL and the API"),
         "{licences}"
     );
     assert!(

@@ -1,5 +1,5 @@
-// GraphiQL told to load its assets from a CDN that cannot be reached: the
-// page must say so instead of staying blank.
+// GraphiQL and the API reference told to load their assets from a CDN that
+// cannot be reached: each page must say so instead of staying blank.
 
 import assert from "node:assert/strict";
 import { createServer } from "node:net";
@@ -30,6 +30,18 @@ test("assets that do not load are reported on the page", async (t) => {
   const message = page.locator("#graphiql").getByText(/could not load/i);
   await message.waitFor();
   assert.match(await message.textContent(), new RegExp(unreachable.replaceAll(".", "\\.")));
+  assertStayedOnLoopback(leaks);
+});
+
+test("the API reference says so too, and where the documents are", async (t) => {
+  const { context, leaks } = await offlineContext(browser, t);
+  const page = await context.newPage();
+  await page.goto(`${server.url}/docs`);
+  const message = page.locator("#swagger-ui").getByText(/could not load/i);
+  await message.waitFor();
+  const text = await message.textContent();
+  assert.match(text, new RegExp(unreachable.replaceAll(".", "\\.")));
+  assert.match(text, /\/v1\/openapi\.json and \/extension\/v1\/openapi\.json/);
   assertStayedOnLoopback(leaks);
 });
 

@@ -1,4 +1,5 @@
-// GraphiQL loaded from a CDN, as a binary built without npm does: a mirror
+// GraphiQL and the API reference loaded from a CDN, as a binary built
+// without npm does: a mirror
 // on loopback serves web/node_modules in unpkg's layout
 // (`/<package>@<version>/<file>`, with CORS), and VITRINA_GRAPHIQL_ASSETS
 // points the page at it. Chromium must accept the files under the page's
@@ -60,6 +61,25 @@ test("a file whose bytes differ from the pinned hash is refused", async (t) => {
   await message.waitFor();
   assert.match(await message.textContent(), /GraphiQL missing/);
   assert.ok(mirror.asked.includes(tampered), mirror.asked.join("\n"));
+  assertStayedOnLoopback(leaks);
+});
+
+test("the API reference loads Swagger UI from the CDN under its pinned hashes", async (t) => {
+  tampered = null;
+  const { context, leaks } = await offlineContext(browser, t);
+  const loaded = [];
+  context.on("response", (response) => {
+    if (["script", "stylesheet"].includes(response.request().resourceType())) {
+      loaded.push(response.url());
+    }
+  });
+  const page = await context.newPage();
+  await page.goto(`${server.url}/docs`);
+  await page.locator(".info .title").filter({ hasText: "Vitrina REST v1" }).waitFor();
+  const fromMirror = loaded.filter((url) => url.startsWith(`${mirror.url}/swagger-ui-dist@`));
+  assert.equal(fromMirror.length, 3, loaded.join("\n"));
+  const notice = await page.locator("#vitrina-assets-notice").textContent();
+  assert.match(notice, new RegExp(`loads its packages from ${mirror.url.replaceAll(".", "\\.")}`));
   assertStayedOnLoopback(leaks);
 });
 
