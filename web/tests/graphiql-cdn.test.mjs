@@ -10,7 +10,7 @@ import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { after, before, test } from "node:test";
 
-import { assertStayedOnLoopback, launchBrowser, offlineContext } from "./support/browser.mjs";
+import { assertStayedOnLoopback, launchBrowser, loadedFiles, offlineContext } from "./support/browser.mjs";
 import { openGraphiQL } from "./support/graphiql.mjs";
 import { startServer } from "./support/server.mjs";
 
@@ -37,15 +37,11 @@ after(async () => {
 test("GraphiQL loads every file from the CDN under its pinned hash, and says where from", async (t) => {
   tampered = null;
   const { context, leaks } = await offlineContext(browser, t);
-  const loaded = [];
-  context.on("response", (response) => {
-    if (["script", "stylesheet"].includes(response.request().resourceType())) {
-      loaded.push(response.url());
-    }
-  });
+  const loaded = loadedFiles(context);
   const graphiql = await openGraphiQL(context, server);
-  const fromMirror = loaded.filter((url) => url.startsWith(`${mirror.url}/`));
-  assert.equal(fromMirror.length, 6, loaded.join("\n"));
+  const urls = loaded.map(({ url }) => url);
+  const fromMirror = urls.filter((url) => url.startsWith(`${mirror.url}/`));
+  assert.equal(fromMirror.length, 6, urls.join("\n"));
   assert.deepEqual(mirror.asked.sort(), fromMirror.map((url) => url.slice(mirror.url.length)).sort());
   const notice = await graphiql.page.locator("#vitrina-assets-notice").textContent();
   assert.match(notice, new RegExp(`loads its packages from ${mirror.url.replaceAll(".", "\\.")}`));
@@ -67,17 +63,13 @@ test("a file whose bytes differ from the pinned hash is refused", async (t) => {
 test("the API reference loads Swagger UI from the CDN under its pinned hashes", async (t) => {
   tampered = null;
   const { context, leaks } = await offlineContext(browser, t);
-  const loaded = [];
-  context.on("response", (response) => {
-    if (["script", "stylesheet"].includes(response.request().resourceType())) {
-      loaded.push(response.url());
-    }
-  });
+  const loaded = loadedFiles(context);
   const page = await context.newPage();
   await page.goto(`${server.url}/docs`);
   await page.locator(".info .title").filter({ hasText: "Vitrina REST v1" }).waitFor();
-  const fromMirror = loaded.filter((url) => url.startsWith(`${mirror.url}/swagger-ui-dist@`));
-  assert.equal(fromMirror.length, 3, loaded.join("\n"));
+  const urls = loaded.map(({ url }) => url);
+  const fromMirror = urls.filter((url) => url.startsWith(`${mirror.url}/swagger-ui-dist@`));
+  assert.equal(fromMirror.length, 3, urls.join("\n"));
   const notice = await page.locator("#vitrina-assets-notice").textContent();
   assert.match(notice, new RegExp(`loads its packages from ${mirror.url.replaceAll(".", "\\.")}`));
   assertStayedOnLoopback(leaks);

@@ -1,11 +1,13 @@
 // GraphiQL at GET /graphql under `serve --demo`, in headless Chromium with
 // no internet: it loads from the binary, knows the schema, holds the demo
-// key, keeps what the user typed, and recovers once a bad key is fixed.
+// key, keeps what the user typed, and recovers once a bad key is fixed. The
+// API reference at GET /docs, offline too, shows every operation of both
+// OpenAPI documents.
 
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 
-import { assertStayedOnLoopback, launchBrowser, offlineContext } from "./support/browser.mjs";
+import { assertStayedOnLoopback, launchBrowser, loadedFiles, offlineContext } from "./support/browser.mjs";
 import { eventually } from "./support/eventually.mjs";
 import { openGraphiQL } from "./support/graphiql.mjs";
 import { startServer } from "./support/server.mjs";
@@ -25,12 +27,7 @@ after(async () => {
 
 test("GraphiQL loads offline, every script and stylesheet from the server", async (t) => {
   const { context, leaks } = await offlineContext(browser, t);
-  const loaded = [];
-  context.on("response", (response) => {
-    if (["script", "stylesheet"].includes(response.request().resourceType())) {
-      loaded.push({ url: response.url(), status: response.status() });
-    }
-  });
+  const loaded = loadedFiles(context);
   await openGraphiQL(context, server);
   for (const { url, status } of loaded) {
     assert.ok(url.startsWith(`${server.url}/graphiql/`), `${url} is not served by Vitrina`);
@@ -113,5 +110,43 @@ test("the explorer plugin lists the query fields and builds a query from a click
   assert.equal(await rootField("products").getAttribute("data-field-type"), "ProductConnection");
   await rootField("brands").click();
   await eventually(async () => assert.match(await graphiql.text("query"), /\bbrands\b/));
+  assertStayedOnLoopback(leaks);
+});
+
+/** "GET /products" for every operation of the document at `path`. */
+async function operations(path) {
+  const document = await (await fetch(`${server.url}${path}`)).json();
+  return Object.entries(document.paths)
+    .flatMap(([route, item]) => Object.keys(item).map((method) => `${method.toUpperCase()} ${route}`))
+    .sort();
+}
+
+/** The operations the page shows, as "GET /products". */
+async function shown(page) {
+  const blocks = page.locator(".opblock-summary");
+  const found = await blocks.evaluateAll((summaries) =>
+    summaries.map((s) => {
+      const method = s.querySelector(".opblock-summary-method")?.textContent?.trim();
+      const route = s.querySelector(".opblock-summary-path")?.getAttribute("data-path");
+      return `${method} ${route}`;
+    }),
+  );
+  return found.sort();
+}
+
+test("the API reference shows every operation of both documents, offline", async (t) => {
+  const { context, leaks } = await offlineContext(browser, t);
+  const page = await context.newPage();
+  await page.goto(`${server.url}/docs`);
+
+  const rest = await operations("/v1/openapi.json");
+  await page.locator(".opblock-summary").first().waitFor();
+  await page.locator(".info .title").filter({ hasText: "Vitrina REST v1" }).waitFor();
+  assert.deepEqual(await shown(page), rest);
+
+  await page.locator(".topbar select").selectOption({ label: "Extension API" });
+  await page.locator(".info .title").filter({ hasText: "Vitrina extension API" }).waitFor();
+  assert.deepEqual(await shown(page), await operations("/extension/v1/openapi.json"));
+  assert.equal(await page.locator("#vitrina-assets-notice").count(), 0, "no CDN notice");
   assertStayedOnLoopback(leaks);
 });

@@ -44,6 +44,21 @@ export async function offlineContext(browser, t) {
   return { context, leaks };
 }
 
+/**
+ * The scripts and stylesheets the context's pages load, with their status,
+ * recorded as they load.
+ * @returns {{ url: string, status: number }[]}
+ */
+export function loadedFiles(context) {
+  const loaded = [];
+  context.on("response", (response) => {
+    if (["script", "stylesheet"].includes(response.request().resourceType())) {
+      loaded.push({ url: response.url(), status: response.status() });
+    }
+  });
+  return loaded;
+}
+
 /** @param {string[]} leaks */
 export function assertStayedOnLoopback(leaks) {
   assert.deepEqual(leaks, [], "requests that tried to leave loopback");
