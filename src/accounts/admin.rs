@@ -7,10 +7,10 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use entity::{account, api_key};
-use sea_orm::sea_query::Expr;
+use sea_orm::sea_query::{Expr, Func, SimpleExpr};
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter,
-    QueryOrder, QuerySelect,
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, EntityTrait,
+    QueryFilter, QueryOrder, QuerySelect,
 };
 use uuid::Uuid;
 
@@ -24,11 +24,20 @@ pub enum Creation {
     AlreadyExists(account::Model),
 }
 
-/// An account with how many of its keys are live and revoked.
+/// An account with its keys counted.
 pub struct AccountListing {
     pub account: account::Model,
-    pub active_keys: i64,
-    pub revoked_keys: i64,
+    pub keys: KeyCounts,
+}
+
+/// An account's keys by state: each is in exactly one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KeyCounts {
+    /// Neither revoked nor expired: these authenticate.
+    pub active: i64,
+    /// Past their expiry, not revoked.
+    pub expired: i64,
+    pub revoked: i64,
 }
 
 /// What `set_daily_quota` did; `None` is the server's default.
@@ -60,60 +69,75 @@ pub async fn named(db: &impl ConnectionTrait, name: &str) -> Result<account::Mod
         .ok_or_else(|| Error::Invalid(format!("no account named {:?}", name.trim())))
 }
 
-/// Every account, by name, with its keys counted.
-pub async fn list(db: &impl ConnectionTrait) -> Result<Vec<AccountListing>, Error> {
+/// Every account, by name, with its keys counted as of `now`.
+pub async fn list(
+    db: &impl ConnectionTrait,
+    now: DateTime<Utc>,
+) -> Result<Vec<AccountListing>, Error> {
     let accounts = account::Entity::find()
         .order_by_asc(account::Column::Name)
         .all(db)
         .await?;
-    let counts = key_counts(db, None).await?;
+    let counts = key_counts(db, None, now).await?;
     Ok(accounts
         .into_iter()
         .map(|account| {
-            let (active, all) = counts.get(&account.id).copied().unwrap_or((0, 0));
-            AccountListing {
-                account,
-                active_keys: active,
-                revoked_keys: all - active,
-            }
+            let keys = counts.get(&account.id).copied().unwrap_or_default();
+            AccountListing { account, keys }
         })
         .collect())
 }
 
-/// The account `name` with its keys counted.
-pub async fn show(db: &impl ConnectionTrait, name: &str) -> Result<AccountListing, Error> {
+/// The account `name` with its keys counted as of `now`.
+pub async fn show(
+    db: &impl ConnectionTrait,
+    name: &str,
+    now: DateTime<Utc>,
+) -> Result<AccountListing, Error> {
     let account = named(db, name).await?;
-    let counts = key_counts(db, Some(account.id)).await?;
-    let (active, all) = counts.get(&account.id).copied().unwrap_or((0, 0));
-    Ok(AccountListing {
-        account,
-        active_keys: active,
-        revoked_keys: all - active,
-    })
+    let counts = key_counts(db, Some(account.id), now).await?;
+    let keys = counts.get(&account.id).copied().unwrap_or_default();
+    Ok(AccountListing { account, keys })
 }
 
-/// Live and all keys by account, of one account or of all, in one
+/// Keys by account and state at `now`, of one account or of all, in one
 /// statement however many there are.
 async fn key_counts(
     db: &impl ConnectionTrait,
     account: Option<Uuid>,
-) -> Result<HashMap<Uuid, (i64, i64)>, Error> {
+    now: DateTime<Utc>,
+) -> Result<HashMap<Uuid, KeyCounts>, Error> {
+    use api_key::Column::{AccountId, ExpiresAt, RevokedAt};
+    let unexpired = Condition::any()
+        .add(ExpiresAt.is_null())
+        .add(ExpiresAt.gt(now));
+    let active = Condition::all().add(RevokedAt.is_null()).add(unexpired);
+    let expired = Condition::all()
+        .add(RevokedAt.is_null())
+        .add(ExpiresAt.lte(now));
+    let count =
+        |when: Condition| -> SimpleExpr { Func::sum(Expr::case(when, 1).finally(0)).into() };
     let mut select = api_key::Entity::find()
         .select_only()
-        .column(api_key::Column::AccountId)
-        .column_as(
-            Expr::cust("SUM(CASE WHEN revoked_at IS NULL THEN 1 ELSE 0 END)"),
-            "active",
-        )
-        .column_as(api_key::Column::Id.count(), "keys")
-        .group_by(api_key::Column::AccountId);
+        .column(AccountId)
+        .column_as(count(active), "active")
+        .column_as(count(expired), "expired")
+        .column_as(count(RevokedAt.is_not_null().into()), "revoked")
+        .group_by(AccountId);
     if let Some(id) = account {
-        select = select.filter(api_key::Column::AccountId.eq(id));
+        select = select.filter(AccountId.eq(id));
     }
-    let rows = select.into_tuple::<(Uuid, i64, i64)>().all(db).await?;
+    let rows = select.into_tuple::<(Uuid, i64, i64, i64)>().all(db).await?;
     Ok(rows
         .into_iter()
-        .map(|(id, active, all)| (id, (active, all)))
+        .map(|(id, active, expired, revoked)| {
+            let keys = KeyCounts {
+                active,
+                expired,
+                revoked,
+            };
+            (id, keys)
+        })
         .collect())
 }
 

@@ -57,28 +57,32 @@ pub async fn run(
         },
         AccountsCommand::List => {
             println!(
-                "{:<20}  {:<36}  {:<12}  {:>6}  {:>7}",
-                "name", "id", "daily quota", "keys", "revoked"
+                "{:<20}  {:<36}  {:<12}  {:>6}  {:>7}  {:>7}",
+                "name", "id", "daily quota", "keys", "expired", "revoked"
             );
-            for row in admin::list(conn).await? {
+            for row in admin::list(conn, clock.now()).await? {
                 println!(
-                    "{:<20}  {:<36}  {:<12}  {:>6}  {:>7}",
+                    "{:<20}  {:<36}  {:<12}  {:>6}  {:>7}  {:>7}",
                     row.account.name,
                     row.account.id,
                     quota(row.account.daily_quota),
-                    row.active_keys,
-                    row.revoked_keys
+                    row.keys.active,
+                    row.keys.expired,
+                    row.keys.revoked
                 );
             }
         }
         AccountsCommand::Show { name } => {
-            let row = admin::show(conn, &name).await?;
-            let (account, active, revoked) = (row.account, row.active_keys, row.revoked_keys);
+            let row = admin::show(conn, &name, clock.now()).await?;
+            let (account, keys) = (row.account, row.keys);
             println!("name:        {}", account.name);
             println!("id:          {}", account.id);
             println!("created:     {}", super::rfc3339(account.created_at));
             println!("daily quota: {}", quota(account.daily_quota));
-            println!("keys:        {active} active, {revoked} revoked");
+            println!(
+                "keys:        {} active, {} expired, {} revoked",
+                keys.active, keys.expired, keys.revoked
+            );
         }
         AccountsCommand::SetQuota { name, rows, .. } => {
             match admin::set_daily_quota(conn, &name, rows).await? {

@@ -33,6 +33,15 @@ async fn accounts_are_created_once_and_listed_with_their_keys() {
     let revoked = stdout(&vitrina(db, &["keys", "revoke", &first[..12]]));
     assert!(revoked.starts_with("revoked "), "{revoked}");
     app.key("acme").await;
+    // Expired by now: the app's clock stands days before the CLI's.
+    use vitrina::clock::Clock;
+    let terms = vitrina::accounts::KeyTerms {
+        expires_at: Some(app.clock.now() + chrono::TimeDelta::minutes(1)),
+        ..Default::default()
+    };
+    vitrina::accounts::create_key_with(&app.db, "acme", terms, app.clock.now())
+        .await
+        .expect("a key that expires");
 
     let listed = stdout(&vitrina(db, &["accounts", "list"]));
     let rows: Vec<Vec<&str>> = listed
@@ -42,13 +51,18 @@ async fn accounts_are_created_once_and_listed_with_their_keys() {
         .collect();
     let names: Vec<&str> = rows.iter().map(|row| row[0]).collect();
     assert_eq!(names, ["acme", "shop"], "{listed}");
-    // name, id, "default", active keys, revoked keys
-    assert_eq!(rows[1][2..], ["default", "1", "1"], "{listed}");
-    assert_eq!(rows[0][2..], ["default", "1", "0"], "{listed}");
+    // name, id, "default", active, expired and revoked keys
+    assert_eq!(rows[1][2..], ["default", "1", "0", "1"], "{listed}");
+    assert_eq!(rows[0][2..], ["default", "1", "1", "0"], "{listed}");
 
     let shown = stdout(&vitrina(db, &["accounts", "show", "shop"]));
     assert!(
-        shown.contains("keys:        1 active, 1 revoked"),
+        shown.contains("keys:        1 active, 0 expired, 1 revoked"),
+        "{shown}"
+    );
+    let shown = stdout(&vitrina(db, &["accounts", "show", "acme"]));
+    assert!(
+        shown.contains("keys:        1 active, 1 expired, 0 revoked"),
         "{shown}"
     );
     let missing = vitrina(db, &["accounts", "show", "nobody"]);
