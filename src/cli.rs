@@ -19,8 +19,8 @@ use std::time::Duration;
 use crate::app::App;
 use crate::clock::{SharedClock, SystemClock};
 use crate::config::{
-    DatabaseConfig, JobsConfig, ListConfig, PublicUrl, ServeConfig, Settings, SizeConfig,
-    WebhookConfig,
+    DEFAULT_BIND, DatabaseConfig, JobsConfig, ListConfig, PublicUrl, ServeConfig, Settings,
+    SizeConfig, WebhookConfig,
 };
 use crate::error::Error;
 use crate::events::Events;
@@ -239,7 +239,7 @@ impl Cli {
                 command: JobsCommand::RunOnce { config },
                 ..
             } => {
-                let public_url = config.public_url.or_default();
+                let public_url = config.public_url.or(DEFAULT_BIND);
                 let settings = config.settings();
                 let jobs = Jobs::new(
                     conn,

@@ -61,20 +61,14 @@ pub struct PublicUrl {
 }
 
 impl PublicUrl {
-    /// The base address without a trailing slash, given the address
-    /// actually bound (which differs from `bind` when its port is 0).
-    pub fn or_bound(&self, bound: SocketAddr) -> String {
+    /// The base address without a trailing slash; unset, `http://<bound>`,
+    /// where `bound` is the address actually bound (which differs from
+    /// `bind` when its port is 0), or [`DEFAULT_BIND`] for a command that
+    /// binds nothing.
+    pub fn or(&self, bound: impl std::fmt::Display) -> String {
         match &self.url {
             Some(url) => url.trim_end_matches('/').to_owned(),
             None => format!("http://{bound}"),
-        }
-    }
-
-    /// The base address, for a command that binds nothing.
-    pub fn or_default(&self) -> String {
-        match &self.url {
-            Some(url) => url.trim_end_matches('/').to_owned(),
-            None => format!("http://{DEFAULT_BIND}"),
         }
     }
 }
@@ -995,7 +989,7 @@ impl ServeConfig {
     /// The public base address without a trailing slash, given the address
     /// actually bound (which differs from `bind` when its port is 0).
     pub fn public_url(&self, bound: SocketAddr) -> String {
-        self.public_url.or_bound(bound)
+        self.public_url.or(bound)
     }
 }
 
