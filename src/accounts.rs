@@ -103,7 +103,13 @@ pub async fn find_account(
         .await
 }
 
-/// Finds the account by name, creating it when missing.
+/// Longest account name, in characters: names are typed and listed by
+/// operators, one per line of `accounts list`.
+pub const MAX_ACCOUNT_NAME_CHARS: usize = 100;
+
+/// Finds the account by name, creating it when missing. A new name must be
+/// 1 to [`MAX_ACCOUNT_NAME_CHARS`] characters, none of them a control
+/// character (which would garble the CLI's listings).
 pub async fn ensure_account(
     db: &impl ConnectionTrait,
     name: &str,
@@ -112,6 +118,17 @@ pub async fn ensure_account(
     let name = name.trim();
     if name.is_empty() {
         return Err(Error::Invalid("an account name must not be empty".into()));
+    }
+    let chars = name.chars().count();
+    if chars > MAX_ACCOUNT_NAME_CHARS {
+        return Err(Error::Invalid(format!(
+            "an account name has at most {MAX_ACCOUNT_NAME_CHARS} characters, not {chars}"
+        )));
+    }
+    if name.chars().any(char::is_control) {
+        return Err(Error::Invalid(
+            "an account name must not hold control characters".into(),
+        ));
     }
     if let Some(found) = find_account(db, name).await? {
         return Ok(found);

@@ -7,6 +7,9 @@ use crate::accounts::admin::{self, Creation, QuotaChange};
 use crate::clock::Clock;
 use crate::error::Error;
 
+/// The largest daily quota: 2^53 - 1.
+const MAX_QUOTA: i64 = (1 << 53) - 1;
+
 #[derive(Debug, Subcommand)]
 pub enum AccountsCommand {
     /// Create an account. Creating one that exists changes nothing and
@@ -28,9 +31,10 @@ pub enum AccountsCommand {
     SetQuota {
         /// The account's name.
         name: String,
-        /// Rows per UTC day.
+        /// Rows per UTC day, at most 2^53 - 1 (the largest integer every
+        /// JSON reader holds exactly, as `GET /v1/rate_limit` reports it).
         #[arg(long, conflicts_with = "default", required_unless_present = "default",
-            value_parser = clap::value_parser!(i64).range(0..))]
+            value_parser = clap::value_parser!(i64).range(0..=MAX_QUOTA))]
         rows: Option<i64>,
         /// Back to the server's default.
         #[arg(long)]

@@ -67,6 +67,27 @@ async fn accounts_are_created_once_and_listed_with_their_keys() {
     );
     let missing = vitrina(db, &["accounts", "show", "nobody"]);
     assert_clean_failure(&missing, "no account named \"nobody\"");
+
+    let longest = "é".repeat(vitrina::accounts::MAX_ACCOUNT_NAME_CHARS);
+    let created = vitrina(db, &["accounts", "create", &longest]);
+    assert!(created.status.success(), "{created:?}");
+    let over = format!("{longest}e");
+    for (args, expected) in [
+        (
+            vec!["accounts", "create", over.as_str()],
+            "at most 100 characters, not 101",
+        ),
+        (
+            vec!["keys", "create", "--account", over.as_str()],
+            "at most 100 characters, not 101",
+        ),
+        (
+            vec!["accounts", "create", "bell\u{7}"],
+            "must not hold control characters",
+        ),
+    ] {
+        assert_clean_failure(&vitrina(db, &args), expected);
+    }
 }
 
 #[tokio::test]
@@ -95,9 +116,25 @@ async fn a_quota_set_for_an_account_applies_to_its_next_request() {
     assert_eq!(back.trim(), "daily quota of shop: default (was 3 rows)");
     assert_eq!(quota_limit(&app, &key).await, default);
 
+    // Both ends of the range, read back exactly by a JSON client.
+    for rows in [0_i64, 9_007_199_254_740_991] {
+        let set = vitrina(
+            db,
+            &["accounts", "set-quota", "shop", "--rows", &rows.to_string()],
+        );
+        assert!(set.status.success(), "{set:?}");
+        assert_eq!(quota_limit(&app, &key).await, rows);
+    }
     for refused in [
         &["accounts", "set-quota", "shop"][..],
         &["accounts", "set-quota", "shop", "--rows", "-1"],
+        &[
+            "accounts",
+            "set-quota",
+            "shop",
+            "--rows",
+            "9007199254740992",
+        ],
         &["accounts", "set-quota", "shop", "--rows", "3", "--default"],
     ] {
         let out = vitrina(db, refused);
