@@ -12,7 +12,7 @@ use rand::RngCore;
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection,
-    EntityTrait, QueryFilter, QueryOrder, QuerySelect, TransactionTrait,
+    EntityTrait, QueryFilter, QueryOrder, QuerySelect, SqlErr, TransactionTrait,
 };
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -107,14 +107,25 @@ pub async fn find_account(
 /// operators, one per line of `accounts list`.
 pub const MAX_ACCOUNT_NAME_CHARS: usize = 100;
 
-/// Finds the account by name, creating it when missing. A new name must be
-/// 1 to [`MAX_ACCOUNT_NAME_CHARS`] characters, none of them a control
-/// character (which would garble the CLI's listings).
+/// Finds the account by name, creating it when missing.
 pub async fn ensure_account(
     db: &impl ConnectionTrait,
     name: &str,
     now: DateTime<Utc>,
 ) -> Result<account::Model, Error> {
+    Ok(find_or_create_account(db, name, now).await?.0)
+}
+
+/// Finds the account by name, creating it when missing, and says whether
+/// it made it. A new name must be 1 to [`MAX_ACCOUNT_NAME_CHARS`]
+/// characters, none of them a control character (which would garble the
+/// CLI's listings). Of two callers creating one name at once, one makes
+/// it and the other finds it.
+pub async fn find_or_create_account(
+    db: &impl ConnectionTrait,
+    name: &str,
+    now: DateTime<Utc>,
+) -> Result<(account::Model, bool), Error> {
     let name = name.trim();
     if name.is_empty() {
         return Err(Error::Invalid("an account name must not be empty".into()));
@@ -131,17 +142,24 @@ pub async fn ensure_account(
         ));
     }
     if let Some(found) = find_account(db, name).await? {
-        return Ok(found);
+        return Ok((found, false));
     }
-    let created = account::ActiveModel {
+    let inserted = account::ActiveModel {
         id: Set(Uuid::new_v4()),
         name: Set(name.to_owned()),
         daily_quota: Set(None),
         created_at: Set(now),
     }
     .insert(db)
-    .await?;
-    Ok(created)
+    .await;
+    match inserted {
+        Ok(created) => Ok((created, true)),
+        Err(e) if matches!(e.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
+            let found = find_account(db, name).await?;
+            Ok((found.ok_or(e)?, false))
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Creates a key with every scope and no expiry for the named account

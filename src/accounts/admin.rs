@@ -14,7 +14,7 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
-use super::{ensure_account, find_account};
+use super::{find_account, find_or_create_account};
 use crate::error::Error;
 
 /// What `create` found.
@@ -56,10 +56,10 @@ pub async fn create(
     name: &str,
     now: DateTime<Utc>,
 ) -> Result<Creation, Error> {
-    if let Some(found) = find_account(db, name).await? {
-        return Ok(Creation::AlreadyExists(found));
-    }
-    Ok(Creation::Created(ensure_account(db, name, now).await?))
+    Ok(match find_or_create_account(db, name, now).await? {
+        (account, true) => Creation::Created(account),
+        (account, false) => Creation::AlreadyExists(account),
+    })
 }
 
 /// The account `name`, or an error naming it.

@@ -141,3 +141,22 @@ async fn a_quota_set_for_an_account_applies_to_its_next_request() {
         assert!(!out.status.success(), "{refused:?} was taken");
     }
 }
+
+#[tokio::test]
+async fn concurrent_creates_of_one_name_make_one_account() {
+    use vitrina::accounts::admin::{self, Creation};
+    use vitrina::clock::Clock;
+    let app = TestApp::spawn().await;
+    let now = app.clock.now();
+    let made =
+        futures_util::future::join_all((0..8).map(|_| admin::create(&app.db, "race", now))).await;
+    let made: Vec<Creation> = made
+        .into_iter()
+        .map(|m| m.expect("every caller gets the account"))
+        .collect();
+    let created = made
+        .iter()
+        .filter(|m| matches!(m, Creation::Created(_)))
+        .count();
+    assert_eq!(created, 1, "one caller made it, the others found it");
+}
