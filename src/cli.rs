@@ -93,6 +93,14 @@ pub enum Command {
         #[command(flatten)]
         database: DatabaseConfig,
     },
+    #[command(flatten)]
+    Document(DocumentCommand),
+}
+
+/// The commands that only write a generated document: they need no
+/// database.
+#[derive(Debug, Subcommand)]
+pub enum DocumentCommand {
     /// Print the GraphQL schema (SDL), or write it to a file.
     Schema {
         /// Write here instead of standard output (e.g. `schema.graphql`).
@@ -183,9 +191,9 @@ impl Command {
         )
     }
 
-    /// The database the command works on; `None` for the generated
-    /// documents, which need none.
-    fn database(&self) -> Option<&DatabaseConfig> {
+    /// The database the command works on, or, for a command that needs
+    /// none, the document it writes.
+    fn database(&self) -> Result<&DatabaseConfig, &DocumentCommand> {
         match self {
             Command::Serve { database, .. }
             | Command::Migrate { database }
@@ -193,16 +201,17 @@ impl Command {
             | Command::Accounts { database, .. }
             | Command::Keys { database, .. }
             | Command::Jobs { database, .. }
-            | Command::Webhooks { database, .. } => Some(database),
-            Command::Schema { .. } | Command::Openapi { .. } | Command::Settings { .. } => None,
+            | Command::Webhooks { database, .. } => Ok(database),
+            Command::Document(document) => Err(document),
         }
     }
 }
 
 impl Cli {
     pub async fn run(self) -> Result<(), Error> {
-        let Some(database) = self.command.database().cloned() else {
-            return self.command.emit_document();
+        let database = match self.command.database() {
+            Ok(database) => database.clone(),
+            Err(document) => return document.emit(),
         };
         let conn = if self.command.migrates() {
             db::connect(&database).await?
@@ -256,21 +265,18 @@ impl Cli {
             Command::Webhooks { command, .. } => {
                 webhooks::run(&conn, clock.as_ref(), command).await
             }
-            document @ (Command::Schema { .. }
-            | Command::Openapi { .. }
-            | Command::Settings { .. }) => document.emit_document(),
+            Command::Document(document) => document.emit(),
         }
     }
 }
 
-impl Command {
-    /// Writes a generated document; the commands that are not one do nothing.
-    fn emit_document(&self) -> Result<(), Error> {
+impl DocumentCommand {
+    /// Writes the generated document.
+    fn emit(&self) -> Result<(), Error> {
         match self {
-            Command::Schema { out } => emit(&crate::graphql::sdl(), out.as_deref()),
-            Command::Openapi { api, out } => emit(&api.file_text(), out.as_deref()),
-            Command::Settings { out } => emit(&settings_reference(), out.as_deref()),
-            _ => Ok(()),
+            DocumentCommand::Schema { out } => emit(&crate::graphql::sdl(), out.as_deref()),
+            DocumentCommand::Openapi { api, out } => emit(&api.file_text(), out.as_deref()),
+            DocumentCommand::Settings { out } => emit(&settings_reference(), out.as_deref()),
         }
     }
 }
