@@ -4,6 +4,8 @@
 
 use std::collections::BTreeSet;
 
+use crate::helpers::repository_file;
+
 /// The lines of the `scalars: { ... }` block of `text`, trimmed.
 fn scalar_map(text: &str, from: &str) -> Vec<String> {
     let start = text
@@ -17,11 +19,6 @@ fn scalar_map(text: &str, from: &str) -> Vec<String> {
         .filter(|l| !l.is_empty())
         .map(str::to_owned)
         .collect()
-}
-
-fn repository_file(path: &str) -> String {
-    let full = format!("{}/{path}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{full}: {e}"))
 }
 
 #[test]

@@ -143,6 +143,12 @@ pub async fn migrate_down_through(db: &DatabaseConnection, name: &str) {
     txn.commit().await.expect("commit the way down");
 }
 
+/// A file of the repository, as checked in.
+pub fn repository_file(path: &str) -> String {
+    let full = format!("{}/{path}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{full}: {e}"))
+}
+
 /// The instant every test clock starts at.
 pub fn test_start() -> chrono::DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 20, 12, 0, 0)

@@ -17,6 +17,7 @@ mod counts;
 mod db_time;
 mod db_unavailable;
 mod deep_pages;
+mod docs_settings;
 mod foundation;
 mod graphql_batch_limits;
 mod graphql_batching;

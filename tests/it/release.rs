@@ -3,14 +3,9 @@
 
 use std::process::Command;
 
-use crate::helpers::TestApp;
+use crate::helpers::{TestApp, repository_file};
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
-
-fn repository_file(path: &str) -> String {
-    let full = format!("{}/{path}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{full}: {e}"))
-}
 
 #[test]
 fn version_flag_prints_the_version() {
