@@ -36,9 +36,9 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !key.is_empty()).then_some(key)
 }
 
-/// Authenticates the key, checks it has `scope`, and counts the request
-/// against the rate limit. A refused request carries its rate headers in
-/// the error path too.
+/// Authenticates the key, counts the request against the rate limit, and
+/// checks the key has `scope`. A refused request carries its rate headers
+/// in the error path too, once it counted.
 pub async fn admit(
     state: &AppState,
     headers: &HeaderMap,
@@ -57,11 +57,12 @@ pub async fn admit_many(
     units: u32,
 ) -> Result<Admission, Refusal> {
     let caller = authenticate(state, headers).await.map_err(|e| (e, None))?;
-    // Refused before it counts, like a request without a key.
-    if !caller.scopes.allows(scope) {
-        return Err((ApiError::InsufficientScope { needed: scope }, None));
-    }
+    // A valid key is its account's request, whatever it may do: counted
+    // first, so a refusal for scope carries the rate headers like any answer.
     let rate = count_many(state, &caller, units).await?;
+    if !caller.scopes.allows(scope) {
+        return Err((ApiError::InsufficientScope { needed: scope }, Some(rate)));
+    }
     Ok(Admission { caller, rate })
 }
 

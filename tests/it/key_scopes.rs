@@ -115,8 +115,12 @@ async fn every_documented_operation_refuses_a_key_without_its_scope_and_admits_o
                 challenge.as_deref(),
                 Some(format!(r#"Bearer error="insufficient_scope", scope="{scope}""#).as_str()),
             );
-            assert_eq!(headers_of_rate, None, "refused before it counts");
-            let admitted = ask(&app, method, path, &only).await.status();
+            // Counted like any request of the account: the next has one less.
+            let remaining: u32 = headers_of_rate.expect("rate headers").parse().unwrap();
+            let admitted = ask(&app, method, path, &only).await;
+            let after = header(&admitted, "x-ratelimit-remaining").map(str::to_owned);
+            assert_eq!(after, Some((remaining - 1).to_string()), "{method} {path}");
+            let admitted = admitted.status();
             assert!(
                 ![401, 403].contains(&admitted.as_u16()),
                 "{method} {path}: {admitted}"
