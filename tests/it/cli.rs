@@ -147,6 +147,15 @@ async fn keys_create_takes_scopes_and_an_expiry() {
             &["--expires-in", "0s"][..],
             "a key must expire after it is made",
         ),
+        // Past the last date a timestamp holds, and past the longest span.
+        (
+            &["--expires-in", "10000000y"][..],
+            "--expires-in 10000000years is too far away",
+        ),
+        (
+            &["--expires-in", "1000000000y"][..],
+            "--expires-in 1000000000years is too far away",
+        ),
     ] {
         let out = vitrina(
             &db.url,
