@@ -17,6 +17,7 @@ mod counts;
 mod db_time;
 mod db_unavailable;
 mod deep_pages;
+mod doc_examples;
 mod docs_settings;
 mod foundation;
 mod graphql_batch_limits;

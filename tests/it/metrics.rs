@@ -293,6 +293,26 @@ async fn the_metrics_endpoint_counts_requests_operations_refusals_merges_and_del
         assert!(after.has("vitrina_merge_backlog_submissions", &[("status", status)]));
     }
     assert!(after.has("vitrina_webhook_deliveries_due", &[]));
+
+    // The docs' alert rules name only series served here, with their labels.
+    for (name, labels) in crate::doc_examples::prometheus_series() {
+        let served: Vec<&String> = after
+            .0
+            .keys()
+            .filter(|s| {
+                s.strip_prefix(name.as_str())
+                    .is_some_and(|r| r.is_empty() || r.starts_with('{'))
+            })
+            .collect();
+        assert!(!served.is_empty(), "docs name {name}, not served");
+        for label in labels {
+            let with = format!("{label}=\"");
+            assert!(
+                served.iter().any(|s| s.contains(&with)),
+                "docs select {name} by {label}: {served:?}"
+            );
+        }
+    }
 }
 
 #[tokio::test]
