@@ -150,7 +150,7 @@ pub struct ServeConfig {
 
 /// The highest GraphQL complexity limit and fields limit that may be set:
 /// complexities are added up and told apart exactly below them (see
-/// `graphql::connection::COUNTED`); far above any useful limit.
+/// `graphql::schema::relay_connection::COUNTED`); far above any useful limit.
 pub const MAX_COMPLEXITY_LIMIT: usize = 1 << 26;
 pub const MAX_FIELDS_LIMIT: u64 = 1 << 16;
 

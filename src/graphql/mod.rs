@@ -2,37 +2,19 @@
 //! layer, with dataloaders, Relay connections over keyset cursors, depth and
 //! complexity limits, and GraphiQL for browsers.
 //!
-//! The schema and what executes it are built here; the HTTP and WebSocket
-//! endpoints are in `transport.rs` (with `response.rs`), and what resolvers
-//! reach through the context in `context.rs`.
+//! The schema and what executes it are built here. The rest is in three
+//! folders, by purpose:
+//!
+//! | folder | what it holds |
+//! |---|---|
+//! | `schema/` | the types and how their fields read: roots, products, sellers, sessions, `Node`, connections, dataloaders, the resolvers' context |
+//! | `request/` | what happens to a request before and around execution: the HTTP and WebSocket endpoints, the document's limits, parse cache, persisted queries, pool shares, error codes and field order of answers |
+//! | `cost/` | what a request costs: its complexity found before it runs, the quota rows it read, and `extensions.cost` |
 
-mod codes;
-mod connection;
-mod context;
 mod cost;
 mod error;
-mod inline;
-mod limits;
-mod loaders;
-mod meter;
-mod node;
-mod order;
-mod page;
-mod parsed;
-mod persisted;
-mod pool_share;
-mod pricing;
-mod product;
-mod query;
-mod reads;
-mod response;
-mod scan_price;
-mod seller;
-mod series;
-mod session;
-mod subscription;
-mod transport;
-mod trends;
+mod request;
+mod schema;
 
 use std::sync::Arc;
 
@@ -40,26 +22,27 @@ use async_graphql::{EmptyMutation, Schema, SchemaBuilder, ValidationMode};
 
 use crate::state::AppState;
 
-pub use context::RequestData;
+use cost::quota_charge::Meter;
+use cost::scans::PriceBook;
 pub use error::gql;
-use limits::{IntrospectionSizes, RequestLimits};
-use meter::Meter;
-use parsed::ParsedQueries;
-use persisted::PersistedQueries;
-use pool_share::PoolShares;
-use query::QueryRoot;
-use scan_price::PriceBook;
-use subscription::SubscriptionRoot;
-pub use transport::router;
+use request::document_limits::{self, IntrospectionSizes, RequestLimits};
+use request::parsed::ParsedQueries;
+use request::persisted::PersistedQueries;
+use request::pool_share::PoolShares;
+pub use request::transport::router;
+use request::{error_codes, field_order, response};
+pub use schema::context::RequestData;
+use schema::query::QueryRoot;
+use schema::subscription::SubscriptionRoot;
 
 pub type VitrinaSchema = Schema<QueryRoot, EmptyMutation, SubscriptionRoot>;
 
 /// The schema's types. Limits are not async-graphql's own (its checks
-/// follow each fragment spread anew): the extensions of `pricing.rs` and
-/// `response.rs` apply [`RequestLimits`] to every request before it runs.
+/// follow each fragment spread anew): the extensions of `cost/analysis.rs` and
+/// `request/response.rs` apply [`RequestLimits`] to every request before it runs.
 fn builder() -> SchemaBuilder<QueryRoot, EmptyMutation, SubscriptionRoot> {
     Schema::build(QueryRoot, EmptyMutation, SubscriptionRoot)
-        .limit_recursive_depth(limits::MAX_NESTING)
+        .limit_recursive_depth(document_limits::MAX_NESTING)
 }
 
 /// What executes GraphQL requests: the schemas, the parsed queries they
@@ -69,7 +52,7 @@ pub struct Schemas {
     /// within the limits. It has no extensions, so every field takes
     /// async-graphql's fast path.
     run: VitrinaSchema,
-    /// Validates and prices requests without executing them (`pricing.rs`).
+    /// Validates and prices requests without executing them (`cost/analysis.rs`).
     pricing: VitrinaSchema,
     /// Serves subscriptions, which have no pricing pass: validated in full,
     /// errors coded and the cost reported as over HTTP.
@@ -95,7 +78,7 @@ impl Schemas {
         Schemas {
             run: builder().validation_mode(ValidationMode::Fast).finish(),
             pricing: builder()
-                .extension(pricing::PriceOnly(limits, prices.clone()))
+                .extension(cost::analysis::PriceOnly(limits, prices.clone()))
                 .finish(),
             subscriptions: builder()
                 .extension(response::OverWebSocket(limits, prices.clone()))
@@ -191,13 +174,14 @@ impl Schemas {
         let operation = request.operation_name.clone();
         crate::metrics::graphql::operation(operation.as_deref(), Some(&document), &cost);
         // Taken before the request, which takes its variables, runs.
-        let missing = codes::missing_variables(&document, operation.as_deref(), &request.variables);
+        let missing =
+            error_codes::missing_variables(&document, operation.as_deref(), &request.variables);
         let meter = Arc::new(Meter::default());
         let request = request.data(data.clone()).data(meter.clone());
         let mut response = self.run.execute(request).await;
         response::refuse_past_budget(&mut response, data.budget(), &meter);
-        codes::code_execution(&mut response.errors, &document, &missing);
-        order::restore(&document, operation.as_deref(), &mut response.data);
+        error_codes::code_execution(&mut response.errors, &document, &missing);
+        field_order::restore(&document, operation.as_deref(), &mut response.data);
         response.extensions.insert("analyzer".to_owned(), cost);
         (response, meter)
     }

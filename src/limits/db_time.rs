@@ -13,7 +13,7 @@
 //! never queue behind a burst of it. Time is the injected clock's.
 //!
 //! What is charged: for GraphQL, the time each statement holds its
-//! connection (`graphql::pool_share`), so aliases, loaders and subscription
+//! connection (`graphql::request::pool_share`), so aliases, loaders and subscription
 //! updates all count; for REST, the time the handler took, since a REST
 //! request runs its statements one after another and does little else.
 //!

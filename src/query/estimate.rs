@@ -1,7 +1,7 @@
 //! How many rows the tables that counts read hold, as the database itself
 //! estimates them: one statement that scans no table, cheap enough to run
 //! once a minute. The GraphQL prices of counts and substring filters grow
-//! with these (`graphql::scan_price`).
+//! with these (`graphql::cost::scans`).
 //! - PostgreSQL: the larger of the planner's estimate (`pg_class.reltuples`,
 //!   kept by ANALYZE and autovacuum) and the statistics' live rows
 //!   (`pg_stat_user_tables.n_live_tup`, kept as rows are written);

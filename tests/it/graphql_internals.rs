@@ -2,11 +2,11 @@
 //! checked through the real endpoint, so that an upgrade which changes one
 //! fails here by name. async-graphql is pinned exactly in `Cargo.toml`,
 //! whose comment lists the same files:
-//! - `graphql/inline.rs` reads the schema registry's `implements` (a
+//! - `graphql/schema/inline.rs` reads the schema registry's `implements` (a
 //!   doc-hidden field) to apply a fragment on an interface;
-//! - `graphql/codes.rs` codes validation errors by the position each points
+//! - `graphql/request/error_codes.rs` codes validation errors by the position each points
 //!   at, in the order validation reports them;
-//! - `graphql/order.rs` puts an answer's fields back in the query's order,
+//! - `graphql/request/field_order.rs` puts an answer's fields back in the query's order,
 //!   which async-graphql gives up when a field waits.
 
 use serde_json::{Value, json};

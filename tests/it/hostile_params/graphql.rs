@@ -351,7 +351,7 @@ fn check_graphql(status: u16, body: &Value, target: &Target, value: &GqlValue) -
 }
 
 /// Codes a GraphQL error may carry (DECISIONS, and async-graphql's own
-/// refusals as `graphql/codes.rs` names them).
+/// refusals as `graphql/request/error_codes.rs` names them).
 const DOCUMENTED_GRAPHQL_CODES: &[&str] = &[
     "INVALID_PARAMETER",
     "MISSING_PARAMETER",

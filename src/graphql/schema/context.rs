@@ -2,17 +2,17 @@
 //! caller, where it stands against its limits, and the database and
 //! dataloaders through [`Reads`] only, whose futures are boxed (see
 //! `reads.rs`) and whose statements run within the request's share of the
-//! pool (`pool_share.rs`).
+//! pool (`request/pool_share.rs`).
 
 use std::sync::Arc;
 
 use async_graphql::Context;
 
 use super::loaders::Loaders;
-use super::pool_share::{PoolShares, SharedConnection};
 use super::reads::{Boxed, Reads};
 use crate::accounts::Caller;
 use crate::config::ListConfig;
+use crate::graphql::request::pool_share::{PoolShares, SharedConnection};
 use crate::http::{ApiError, access, sized};
 use crate::limits::RateDecision;
 use crate::query::budget::ResponseBudget;

@@ -38,7 +38,7 @@
 //! again at most once a [`REFRESH_EVERY`] by a request being priced
 //! ([`PriceBook`]). async-graphql prices fields in plain functions with no
 //! state, so the prices reach them through a task-local that
-//! `pricing::Validated` sets around each validation ([`priced`]).
+//! `analysis::Validated` sets around each validation ([`priced`]).
 
 use std::future::Future;
 use std::sync::Mutex;
@@ -46,8 +46,8 @@ use std::time::{Duration, Instant};
 
 use sea_orm::DatabaseConnection;
 
-use super::connection::{COUNTED, MOST, page_cost};
 use crate::config::DEFAULT_COUNT_BOUND;
+use crate::graphql::schema::relay_connection::{COUNTED, MOST, page_cost};
 use crate::query::counts;
 use crate::query::estimate::{self, TableRows};
 use crate::query::products::ProductFilter;
@@ -247,7 +247,8 @@ pub fn price_trend(filter: &Option<ProductFilter>, child: usize) -> usize {
 /// `priceMovers(filter)`: a trend, and the fields of each of its `first`
 /// movers (10 when not given).
 pub fn price_movers(filter: &Option<ProductFilter>, first: Option<i32>, child: usize) -> usize {
-    let movers = usize::try_from(first.unwrap_or(super::trends::DEFAULT_MOVERS)).unwrap_or(0);
+    let movers = usize::try_from(first.unwrap_or(crate::graphql::schema::trends::DEFAULT_MOVERS))
+        .unwrap_or(0);
     price_trend(filter, child.saturating_mul(movers))
 }
 
@@ -275,7 +276,7 @@ pub struct PriceBook {
 struct Book {
     prices: Prices,
     /// Changes whenever the prices do, so a cost priced before can be told
-    /// from one priced at today's prices (`parsed.rs`).
+    /// from one priced at today's prices (`request/parsed.rs`).
     generation: u64,
     /// When the estimates were last read (or tried); `None` before.
     read_at: Option<Instant>,

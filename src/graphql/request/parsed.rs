@@ -11,7 +11,7 @@ use async_graphql::parser::{self, parse_query, types::ExecutableDocument};
 use async_graphql::{Request, ServerError, Value};
 use lru::LruCache;
 
-use super::codes::ErrorClass;
+use super::error_codes::ErrorClass;
 
 /// Distinct queries kept; the least recently used goes first.
 const CAPACITY: NonZeroUsize = NonZeroUsize::new(256).unwrap();
@@ -39,7 +39,7 @@ struct PricedRequest {
     operation: Option<String>,
     variables: async_graphql::Variables,
     /// The generation of the prices of scanning reads it was priced at
-    /// (`scan_price::PriceBook`): a cost of other prices is priced anew.
+    /// (`scans::PriceBook`): a cost of other prices is priced anew.
     prices: u64,
     cost: Value,
 }

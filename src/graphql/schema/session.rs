@@ -6,15 +6,15 @@ use async_graphql::{Context, ID, Object, Result};
 use entity::{SessionStatus, SubmissionStatus, product, scrape_session};
 use uuid::Uuid;
 
-use super::connection::{self, Args, Conn, Total};
 use super::context::caller;
-use super::error::gql;
 use super::inline::Inline;
-use super::meter::Meter;
 use super::node::GlobalId;
 use super::page::{MergedProducts, Page};
 use super::product::{Product, ProductConnection, ProductTotal};
 use super::reads::Reads;
+use super::relay_connection::{self, Args, Conn, Total};
+use crate::graphql::cost::quota_charge::Meter;
+use crate::graphql::error::gql;
 use crate::query::keyset::Slice;
 use crate::query::products::Related;
 use crate::query::sessions::{self, SessionKey, SessionStats, SubmissionKey, SubmissionState};
@@ -34,7 +34,9 @@ impl Me {
     /// The account's scrape sessions, most recent first. Every page counts
     /// them (its `totalCount`): 1 complexity point, plus 1 per 1,000
     /// sessions an account has on average.
-    #[graphql(complexity = "super::scan_price::scrape_sessions(first, last, child_complexity)")]
+    #[graphql(
+        complexity = "crate::graphql::cost::scans::scrape_sessions(first, last, child_complexity)"
+    )]
     async fn scrape_sessions(
         &self,
         ctx: &Context<'_>,
@@ -54,7 +56,7 @@ impl Me {
         let (slice, total) = Reads::of(ctx)
             .run(|db| sessions::connection_for_account(db, account, &window))
             .await?;
-        Ok(connection::from_slice(
+        Ok(relay_connection::from_slice(
             slice,
             Total { total_count: total },
             SessionKey::of,
@@ -128,7 +130,9 @@ impl ScrapeSession {
     /// (no data) and costs nothing. Every page counts them (its
     /// `totalCount`): 1 complexity point, plus 1 per 1,000 submissions a
     /// session has on average.
-    #[graphql(complexity = "super::scan_price::submissions(first, last, child_complexity)")]
+    #[graphql(
+        complexity = "crate::graphql::cost::scans::submissions(first, last, child_complexity)"
+    )]
     async fn submissions(
         &self,
         ctx: &Context<'_>,
@@ -145,7 +149,7 @@ impl ScrapeSession {
         };
         let (slice, total, merged) = self.metered_page(ctx, false, &args).await?;
         let products = MergedProducts::new(merged);
-        Ok(connection::from_slice(
+        Ok(relay_connection::from_slice(
             slice,
             Total { total_count: total },
             |s| SubmissionKey(s.id),
@@ -155,7 +159,9 @@ impl ScrapeSession {
 
     /// The merged products of the session, in submission order; charged to
     /// the daily quota like `submissions`, and counted like them.
-    #[graphql(complexity = "super::scan_price::submissions(first, last, child_complexity)")]
+    #[graphql(
+        complexity = "crate::graphql::cost::scans::submissions(first, last, child_complexity)"
+    )]
     async fn products(
         &self,
         ctx: &Context<'_>,
@@ -197,7 +203,7 @@ impl ScrapeSession {
             has_previous: slice.has_previous,
             has_next: slice.has_next,
         };
-        Ok(connection::from_slice(
+        Ok(relay_connection::from_slice(
             slice,
             ProductTotal::exact(total),
             |(cursor, _)| cursor.clone(),

@@ -24,10 +24,12 @@ use axum::routing::get;
 use futures_util::future::join_all;
 use futures_util::{SinkExt, StreamExt};
 
-use super::meter::Meter;
+use super::document_limits;
+use super::persisted;
 use super::response::{self, accepts, api_error, refused_whole, request_error, respond};
-use super::{Priced, RequestData, Schemas, cost, gql, limits, persisted};
 use crate::accounts::Scope;
+use crate::graphql::cost::quota_charge::Meter;
+use crate::graphql::{Priced, RequestData, Schemas, cost, gql};
 use crate::http::conditional::{mark, not_modified_if_fresh};
 use crate::http::{ApiError, access};
 use crate::limits::RateDecision;
@@ -275,7 +277,7 @@ async fn execute(
             }
             http
         }
-        Err(_) => api_error(headers, &limits::timeout(deadline)),
+        Err(_) => api_error(headers, &document_limits::timeout(deadline)),
     };
     if let Some(rate) = &rate {
         access::rate_headers(rate, http.headers_mut());

@@ -18,9 +18,9 @@ use async_graphql::{
     Request, Response, ServerError, ServerResult, ValidationResult, Value, Variables, value,
 };
 
-use super::codes::{ErrorClass, Kept};
-use super::limits::RequestLimits;
-use super::scan_price::{self, PriceBook};
+use super::scans::{self, PriceBook};
+use crate::graphql::request::document_limits::RequestLimits;
+use crate::graphql::request::error_codes::{ErrorClass, Kept};
 
 /// Validates and prices a request, and never executes it.
 pub struct PriceOnly(pub RequestLimits, pub Arc<PriceBook>);
@@ -40,7 +40,7 @@ struct PriceOnlyExtension {
 /// The limits of one request and what validating it found, kept for its
 /// response. Every schema that validates requests goes through these
 /// steps, so none can skip a limit, and each codes the errors it reports
-/// (`codes.rs`).
+/// (`request/error_codes.rs`).
 #[derive(Clone)]
 pub struct Validated {
     limits: RequestLimits,
@@ -98,7 +98,7 @@ impl Validated {
     }
 
     /// An extension's validation step: prices the reads that scan at the
-    /// prices in force (`scan_price.rs`), codes what the validator refuses,
+    /// prices in force (`scans.rs`), codes what the validator refuses,
     /// refuses a request over the complexity limit, and keeps the result.
     pub async fn validate(
         &self,
@@ -107,14 +107,14 @@ impl Validated {
     ) -> Result<ValidationResult, Vec<ServerError>> {
         self.prices.refresh_if_due().await;
         let (prices, _) = self.prices.current();
-        let validated = scan_price::priced(prices, next.run(ctx)).await;
+        let validated = scans::priced(prices, next.run(ctx)).await;
         let mut result = validated.map_err(|mut errors| {
             if let Some(kept) = self.kept.get() {
                 kept.code_validation(&mut errors, &ctx.schema_env.registry);
             }
             errors
         })?;
-        result.complexity = scan_price::settle(result.complexity, &prices);
+        result.complexity = scans::settle(result.complexity, &prices);
         self.limits
             .check_complexity(result.complexity)
             .map_err(|e| vec![e])?;

@@ -17,12 +17,12 @@ use futures_util::stream::{BoxStream, StreamExt};
 use headers::ETag;
 use serde::Serialize;
 
-use super::limits::{self, RequestLimits};
-use super::meter::Meter;
+use super::document_limits::{self, RequestLimits};
 use super::parsed;
-use super::pricing::Validated;
-use super::scan_price::PriceBook;
-use super::{RequestData, cost};
+use crate::graphql::cost::analysis::Validated;
+use crate::graphql::cost::quota_charge::Meter;
+use crate::graphql::cost::scans::PriceBook;
+use crate::graphql::{RequestData, cost};
 use crate::http::error::Unavailable;
 use crate::http::{ApiError, access, conditional};
 use crate::limits::RateDecision;
@@ -115,7 +115,7 @@ fn request_failed(response: &async_graphql::Response) -> bool {
 /// to the same limits, a query runs within the same deadline, the daily
 /// quota is charged for its metered lists at once ([`Meter`]), each error
 /// carries an `extensions.code` and each response the request's cost in
-/// `extensions.analyzer` and `extensions.cost` (`cost.rs`). A subscription's every update is charged as a
+/// `extensions.analyzer` and `extensions.cost` (`cost/mod.rs`). A subscription's every update is charged as a
 /// response of its own.
 pub struct OverWebSocket(pub RequestLimits, pub Arc<PriceBook>);
 
@@ -195,7 +195,7 @@ impl Extension for OverWebSocketExtension {
             Err(_) => {
                 // Cut off: it sends no rows, so it is charged none.
                 self.meter.discard();
-                let timeout = server_error(&limits::timeout(deadline));
+                let timeout = server_error(&document_limits::timeout(deadline));
                 async_graphql::Response::from_errors(vec![timeout])
             }
         }
@@ -252,7 +252,7 @@ impl Extension for OverWebSocketExtension {
 }
 
 /// Serializes a response in the media type the client accepts; every error
-/// carries an `extensions.code`, set where it arose (`codes.rs`). With
+/// carries an `extensions.code`, set where it arose (`error_codes.rs`). With
 /// `application/graphql-response+json` a request that never executed is a
 /// 400; errors during execution stay a 200 with partial (or null) data,
 /// unless the database was unavailable for one of them: then the answer is
@@ -330,7 +330,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// A refusal as a GraphQL error with its code (and `retryAfter`).
 pub fn server_error(error: &ApiError) -> ServerError {
-    let error = super::gql(error.clone());
+    let error = crate::graphql::gql(error.clone());
     let mut server_error = ServerError::new(error.message, None);
     server_error.extensions = error.extensions;
     server_error

@@ -6,7 +6,7 @@
 //! work of a field that may run a statement is a pointer, which most fields
 //! of a page never follow (their rows come read with the page). A resolver
 //! gets the database and the loaders only from here, so a new field cannot
-//! forget the box, nor the request's share of the pool (`pool_share.rs`):
+//! forget the box, nor the request's share of the pool (`request/pool_share.rs`):
 //! the connection here is the request's [`SharedConnection`].
 
 use std::collections::HashMap;
@@ -19,7 +19,7 @@ use async_graphql::Context;
 use tokio::sync::OnceCell;
 
 use super::loaders::{Load, Loaders};
-use super::pool_share::SharedConnection;
+use crate::graphql::request::pool_share::SharedConnection;
 use crate::query::QueryError;
 use crate::query::budget::ResponseBudget;
 

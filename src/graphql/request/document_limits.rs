@@ -34,7 +34,7 @@ use async_graphql::parser::types::{
 };
 use async_graphql::{Name, Request, ServerError};
 
-use super::codes::ErrorClass;
+use super::error_codes::ErrorClass;
 use crate::config::GraphqlConfig;
 use crate::http::ApiError;
 

@@ -8,13 +8,13 @@ use entity::{Marketplace, seller};
 use tokio::sync::OnceCell;
 use uuid::Uuid;
 
-use super::connection::{self, Args};
-use super::error::gql;
 use super::inline::Boxed;
 use super::node::GlobalId;
 use super::page::Page;
 use super::product::{Product, ProductConnection, ProductTotal, product_connection};
 use super::reads::Reads;
+use super::relay_connection::{self, Args};
+use crate::graphql::error::gql;
 use crate::query::product_order::{ProductKey, ProductOrder};
 use crate::query::products::{ProductFilter, Related};
 use crate::query::sellers::SellerView;
@@ -126,7 +126,7 @@ impl Seller {
     /// Products of this seller in the catalog, counted through the index on
     /// the seller: 1 complexity point, plus 1 per 1,000 products a seller
     /// has on average.
-    #[graphql(complexity = "super::scan_price::seller_product_count()")]
+    #[graphql(complexity = "crate::graphql::cost::scans::seller_product_count()")]
     async fn product_count(&self, ctx: &Context<'_>) -> Result<i64> {
         let reads = Reads::of(ctx);
         let count = match &self.product_count {
@@ -153,7 +153,9 @@ impl Seller {
         self.model.last_seen_at.into()
     }
     /// The seller's products, newest first.
-    #[graphql(complexity = "super::scan_price::seller_products(first, last, child_complexity)")]
+    #[graphql(
+        complexity = "crate::graphql::cost::scans::seller_products(first, last, child_complexity)"
+    )]
     async fn products(
         &self,
         ctx: &Context<'_>,
@@ -175,7 +177,7 @@ impl Seller {
         };
         match args.simple_first() {
             Some(n) => {
-                let more = connection::asks_more(&ctx.look_ahead());
+                let more = relay_connection::asks_more(&ctx.look_ahead());
                 let key = (self.model.id, n + u64::from(more));
                 let rows = Reads::of(ctx)
                     .load(|l| &l.seller_products, key)
@@ -188,8 +190,8 @@ impl Seller {
                     ..Related::default()
                 };
                 let node = Product::paged(&rows[..rows.len().min(n as usize)], related);
-                Ok(Boxed(connection::from_slice(
-                    connection::first_n(rows, n),
+                Ok(Boxed(relay_connection::from_slice(
+                    relay_connection::first_n(rows, n),
                     ProductTotal::matching(filter),
                     ProductKey::of,
                     node,

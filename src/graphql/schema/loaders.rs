@@ -1,6 +1,6 @@
 //! Dataloaders: every relation a GraphQL query can walk is loaded for all
 //! parents of a level in one statement. Loaders live for one request, run
-//! their statements over its share of the pool (`pool_share.rs`), and those
+//! their statements over its share of the pool (`request/pool_share.rs`), and those
 //! that read products count them against its answer's byte budget.
 
 use std::collections::HashMap;
@@ -16,7 +16,7 @@ use entity::{
 };
 use uuid::Uuid;
 
-use super::pool_share::SharedConnection;
+use crate::graphql::request::pool_share::SharedConnection;
 use crate::query::budget::ResponseBudget;
 use crate::query::series::{Series, SeriesArgs};
 use crate::query::sessions::SessionStats;

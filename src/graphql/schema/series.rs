@@ -7,8 +7,8 @@ use async_graphql::{Context, Result, SimpleObject};
 use uuid::Uuid;
 
 use super::context;
-use super::error::gql;
 use super::reads::Reads;
+use crate::graphql::error::gql;
 use crate::query::series::{self, SeriesArgs, too_many_buckets};
 use crate::views::Timestamp;
 

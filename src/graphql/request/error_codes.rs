@@ -6,7 +6,7 @@
 //!   QUERY_TOO_COMPLEX, any other failure GRAPHQL_VALIDATION_FAILED;
 //! - async-graphql's parse step, which gets the document parsed and only
 //!   checks how deep selections nest through the fragments they spread:
-//!   QUERY_TOO_COMPLEX (`pricing::Validated`);
+//!   QUERY_TOO_COMPLEX (`analysis::Validated`);
 //! - validation ([`Kept::code_validation`]): an error at the name of an
 //!   argument the schema defines is about its value, INVALID_PARAMETER; so
 //!   is one at a field whose cost async-graphql could not compute because a
@@ -451,7 +451,7 @@ enum Arguments<'a> {
 
 /// Why async-graphql could not compute the cost of a field, given its
 /// `arguments`, if it could not. The cost of each connection
-/// (`scan_price.rs`) reads its `Int` arguments `first` and `last`, and
+/// (`cost/scans.rs`) reads its `Int` arguments `first` and `last`, and
 /// that of the products their `filter`: one that does not parse is a value
 /// that does not fit its type; one with a variable that has no value is not.
 fn cost_failure(arguments: &[Argument], schema: &MetaField) -> Option<ErrorClass> {

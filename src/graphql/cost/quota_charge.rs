@@ -3,9 +3,9 @@
 //! product they read; the operation is charged once, after it ran, for all
 //! of them. A request whose rows would pass the quota is refused whole and
 //! charges nothing, however many metered fields (aliases, several sessions)
-//! it reads. Over HTTP `execute` (`transport.rs`) charges it after the request
+//! it reads. Over HTTP `execute` (`request/transport.rs`) charges it after the request
 //! ran within its deadline; over the WebSocket the WebSocket's extension
-//! (`response.rs`) charges each response it pushes. An operation cut off by
+//! (`request/response.rs`) charges each response it pushes. An operation cut off by
 //! its deadline sends no rows and is charged nothing.
 
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_graphql::{Context, PathSegment, Pos, Response, ServerError, Value};
 use axum::http::HeaderValue;
 
-use super::cost::QuotaCharged;
-use super::{RequestData, gql};
+use super::QuotaCharged;
+use crate::graphql::{RequestData, gql};
 use crate::http::ApiError;
 use crate::limits::{QuotaOutcome, quota};
 use crate::views::Allowance;

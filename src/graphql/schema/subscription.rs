@@ -10,12 +10,12 @@ use std::sync::Arc;
 use tokio::sync::broadcast::error::RecvError;
 use uuid::Uuid;
 
-use super::RequestData;
 use super::product::{Product, read_with};
 use super::reads::Reads;
 use super::session::ScrapeSession;
 use super::trends::PriceMove;
 use crate::events::Event;
+use crate::graphql::RequestData;
 use crate::query::products::{self, ProductFilter};
 use crate::query::{QueryError, movers, sessions};
 

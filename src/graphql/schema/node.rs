@@ -21,13 +21,13 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use uuid::Uuid;
 
 use super::context::caller;
-use super::error::gql;
 use super::inline::in_place;
 use super::page::Page;
 use super::product::Product;
 use super::reads::Reads;
 use super::seller::{self, Seller};
 use super::session::ScrapeSession;
+use crate::graphql::error::gql;
 use crate::query::keyset::MAX_PAGE;
 use crate::query::products::Related;
 use crate::query::{QueryError, sessions};
@@ -139,7 +139,7 @@ pub fn nodes_cost(ids: usize, child: usize) -> usize {
     ids.min(MAX_PAGE as usize)
         .saturating_mul(child)
         .saturating_add(1)
-        .min(super::connection::MOST)
+        .min(super::relay_connection::MOST)
 }
 
 /// The objects `ids` name, in their order: every id is checked before any

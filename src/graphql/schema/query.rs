@@ -4,9 +4,7 @@ use async_graphql::{Context, ID, Object, Result};
 use entity::Marketplace;
 use uuid::Uuid;
 
-use super::connection::Args;
 use super::context;
-use super::gql;
 use super::inline::Inline;
 use super::node::{self, Found};
 use super::product::{
@@ -14,10 +12,12 @@ use super::product::{
     product_connection, read_with,
 };
 use super::reads::Reads;
+use super::relay_connection::Args;
 use super::seller::Seller;
 use super::series::PricePoint;
 use super::session::Me;
 use super::trends::{self, PriceMove};
+use crate::graphql::gql;
 use crate::http::access;
 use crate::http::sized::TRUNCATED_HEADER;
 use crate::query::movers::MoveDirection;
@@ -46,7 +46,9 @@ impl QueryRoot {
     /// text to fill its page and its count, ten times the price of a count;
     /// a price filter, which may walk the catalog testing one index entry
     /// per product, a tenth of that.
-    #[graphql(complexity = "super::scan_price::products(&filter, first, last, child_complexity)")]
+    #[graphql(
+        complexity = "crate::graphql::cost::scans::products(&filter, first, last, child_complexity)"
+    )]
     // The GraphQL arguments are the parameters: the filter, the order and Relay's four.
     #[allow(clippy::too_many_arguments)]
     async fn products(
@@ -79,7 +81,7 @@ impl QueryRoot {
     /// category's price level). A filter that names a currency must name
     /// this one. It reads every matching product's price: priced as two
     /// walks of the catalog's lowest prices, with the filter's own scans.
-    #[graphql(complexity = "super::scan_price::product_stats(&filter)")]
+    #[graphql(complexity = "crate::graphql::cost::scans::product_stats(&filter)")]
     async fn product_stats(
         &self,
         ctx: &Context<'_>,
@@ -103,7 +105,7 @@ impl QueryRoot {
     /// `VITRINA_SERIES_MAX_BUCKETS` are refused. It reads every matching
     /// product's history in range: priced as a walk of the catalog's price
     /// history, with the filter's own scans.
-    #[graphql(complexity = "super::scan_price::price_trend(&filter, child_complexity)")]
+    #[graphql(complexity = "crate::graphql::cost::scans::price_trend(&filter, child_complexity)")]
     async fn price_index(
         &self,
         ctx: &Context<'_>,
@@ -125,7 +127,9 @@ impl QueryRoot {
     /// It reads every matching product's history in the currency: priced
     /// as a walk of the catalog's price history, with the filter's own
     /// scans, and the fields of each mover.
-    #[graphql(complexity = "super::scan_price::price_movers(&filter, first, child_complexity)")]
+    #[graphql(
+        complexity = "crate::graphql::cost::scans::price_movers(&filter, first, child_complexity)"
+    )]
     async fn price_movers(
         &self,
         ctx: &Context<'_>,
@@ -153,7 +157,9 @@ impl QueryRoot {
 
     /// One product's full price and stock history, newest first; NOT_FOUND when
     /// the product is unknown.
-    #[graphql(complexity = "super::scan_price::price_history(first, last, child_complexity)")]
+    #[graphql(
+        complexity = "crate::graphql::cost::scans::price_history(first, last, child_complexity)"
+    )]
     // The GraphQL arguments are the parameters: the product, its filter and Relay's four.
     #[allow(clippy::too_many_arguments)]
     async fn price_history(
@@ -194,7 +200,7 @@ impl QueryRoot {
     /// the HTTP response carries `X-Result-Truncated: true`. One TIN may sell on
     /// several marketplaces. The lookup counts the products of the sellers
     /// it finds: it costs what a seller's `productCount` does, once.
-    #[graphql(complexity = "super::scan_price::sellers(child_complexity)")]
+    #[graphql(complexity = "crate::graphql::cost::scans::sellers(child_complexity)")]
     async fn sellers(
         &self,
         ctx: &Context<'_>,

@@ -8,15 +8,15 @@ use sea_orm::EntityTrait;
 use tokio::sync::OnceCell;
 use uuid::Uuid;
 
-use super::connection::{self, Args, Conn};
 use super::context;
-use super::error::gql;
 use super::inline::Inline;
 use super::node::GlobalId;
 use super::page::Page;
 use super::reads::Reads;
+use super::relay_connection::{self, Args, Conn};
 use super::seller::Seller;
 use super::series::{self, PricePoint};
+use crate::graphql::error::gql;
 use crate::query::children::{Columns, Shows};
 use crate::query::counts::{self, Total};
 use crate::query::prices::{self, ObservationKey, PriceHistoryFilter};
@@ -104,7 +104,7 @@ impl ProductTotal {
     /// the bound and `totalCountIsExact` is false. Priced once per list,
     /// whatever the page size (a session's products are counted with their
     /// page: the list's price includes it).
-    #[graphql(complexity = "super::connection::COUNTED")]
+    #[graphql(complexity = "super::relay_connection::COUNTED")]
     async fn total_count(&self, ctx: &Context<'_>) -> Result<u64> {
         Ok(self.total(ctx).await?.count)
     }
@@ -112,7 +112,7 @@ impl ProductTotal {
     /// Whether `totalCount` is the number of products in the list; false
     /// when more than `totalCount` (the bound) match. Priced as
     /// `totalCount`, which it is counted with.
-    #[graphql(complexity = "super::connection::COUNTED")]
+    #[graphql(complexity = "super::relay_connection::COUNTED")]
     async fn total_count_is_exact(&self, ctx: &Context<'_>) -> Result<bool> {
         Ok(self.total(ctx).await?.exact)
     }
@@ -126,7 +126,7 @@ impl PriceTotal {
     /// Observations matching the filter, across all pages. Counted for each
     /// product asked: 1 complexity point, plus 1 per 1,000 observations a
     /// product has on average, once whatever the page size.
-    #[graphql(complexity = "super::connection::COUNTED")]
+    #[graphql(complexity = "super::relay_connection::COUNTED")]
     async fn total_count(&self, ctx: &Context<'_>) -> Result<u64> {
         Ok(Reads::of(ctx)
             .run(|db| prices::count(db, self.0, &self.1))
@@ -163,7 +163,7 @@ pub async fn product_connection(
     };
     let node = Product::paged(&page.slice.items, page.related);
     let keys = page.keys;
-    Ok(connection::from_slice(
+    Ok(relay_connection::from_slice(
         page.slice,
         total,
         |p| keys.of(p),
@@ -246,7 +246,7 @@ fn latest_prices_asked(nodes: &[Lookahead<'_>]) -> Option<u64> {
             return None;
         }
         asked = Some(n);
-        more |= connection::asks_more(&Lookahead::from(field));
+        more |= relay_connection::asks_more(&Lookahead::from(field));
     }
     asked.map(|n| n + u64::from(more))
 }
@@ -263,7 +263,7 @@ pub async fn price_connection(
     let reads = Reads::of(ctx);
     let slice = match (args.simple_first(), &filter) {
         (Some(n), None) => {
-            let more = connection::asks_more(&ctx.look_ahead());
+            let more = relay_connection::asks_more(&ctx.look_ahead());
             let rows = match page {
                 Some(page) => page.latest_prices(reads, product_id, n, more).await,
                 None => {
@@ -271,7 +271,7 @@ pub async fn price_connection(
                     reads.load(|l| &l.latest_prices, key).await
                 }
             };
-            connection::first_n(rows.map_err(gql)?.unwrap_or_default(), n)
+            relay_connection::first_n(rows.map_err(gql)?.unwrap_or_default(), n)
         }
         _ => {
             let filter: PriceHistoryFilter = filter.clone().unwrap_or_default().into();
@@ -282,7 +282,7 @@ pub async fn price_connection(
         }
     };
     let filter = filter.unwrap_or_default().into();
-    Ok(connection::from_slice(
+    Ok(relay_connection::from_slice(
         slice,
         PriceTotal(product_id, filter),
         ObservationKey::of,
@@ -439,7 +439,7 @@ impl Product {
     /// narrow the times or take a larger bucket. Computed in the database,
     /// one statement for the products of a level; priced as a count of the
     /// product's history, by the rows it reads.
-    #[graphql(complexity = "super::scan_price::price_series(child_complexity)")]
+    #[graphql(complexity = "crate::graphql::cost::scans::price_series(child_complexity)")]
     async fn price_series(
         &self,
         ctx: &Context<'_>,
@@ -458,7 +458,9 @@ impl Product {
         series::price_series(ctx, self.0.id, args).await
     }
     /// The full price and stock history, newest first.
-    #[graphql(complexity = "super::scan_price::price_history(first, last, child_complexity)")]
+    #[graphql(
+        complexity = "crate::graphql::cost::scans::price_history(first, last, child_complexity)"
+    )]
     async fn price_history(
         &self,
         ctx: &Context<'_>,

@@ -1,25 +1,31 @@
-//! `extensions.cost` of every GraphQL response: what the request cost and
-//! what is left of the caller's budget (as Shopify's `extensions.cost` and
-//! GitHub's `rateLimit` tell their clients), so a dashboard can pace itself
-//! without a request of its own:
+//! What a request costs, in one word throughout: its complexity, found
+//! before it runs (`analysis.rs`, with what reads that scan rows cost in
+//! `scans.rs`), and the rows of the daily quota it read (`quota_charge.rs`);
+//! then reported to the caller here, in `extensions.cost` of every response
+//! (as Shopify's `extensions.cost` and GitHub's `rateLimit` tell their
+//! clients), so a dashboard can pace itself without a request of its own:
 //!
 //! ```json
 //! "cost": {
-//!   "complexity": 27, "maxComplexity": 10000,
+//!   "complexity": 86, "maxComplexity": 10000,
 //!   "rateLimit": { "limit": 600, "remaining": 597, "resetAt": "2026-11-26T08:01:00Z" },
 //!   "quota": { "charged": 40, "limit": 10000, "remaining": 9960, "resetAt": "2026-11-27T00:00:00Z" }
 //! }
 //! ```
 //!
-//! `complexity` is absent when the request was refused before it was
-//! priced; `quota` is present only when the operation read metered rows
+//! `complexity` is absent when the request was refused before its cost was
+//! found; `quota` is present only when the operation read metered rows
 //! (then `charged` is what it cost, 0 when it was refused for the quota).
+
+pub(super) mod analysis;
+pub(super) mod quota_charge;
+pub mod scans;
 
 use async_graphql::indexmap::IndexMap;
 use async_graphql::{Name, Response, Value};
 use chrono::{DateTime, Utc};
 
-use super::limits::RequestLimits;
+use crate::graphql::request::document_limits::RequestLimits;
 use crate::http::access;
 use crate::limits::RateDecision;
 use crate::views::{Allowance, Timestamp};
