@@ -23,7 +23,7 @@ use async_graphql::{EmptyMutation, Schema, SchemaBuilder, ValidationMode};
 use crate::state::AppState;
 
 use cost::quota_charge::Meter;
-use cost::scans::PriceBook;
+use cost::scans::CostBook;
 pub use error::gql;
 use request::document_limits::{self, IntrospectionSizes, RequestLimits};
 use request::parsed::ParsedQueries;
@@ -48,20 +48,21 @@ fn builder() -> SchemaBuilder<QueryRoot, EmptyMutation, SubscriptionRoot> {
 /// What executes GraphQL requests: the schemas, the parsed queries they
 /// share, and the persisted queries clients may name by hash.
 pub struct Schemas {
-    /// Executes requests the pricing pass has validated in full and found
+    /// Executes requests the cost analysis has validated in full and found
     /// within the limits. It has no extensions, so every field takes
     /// async-graphql's fast path.
     run: VitrinaSchema,
-    /// Validates and prices requests without executing them (`cost/analysis.rs`).
-    pricing: VitrinaSchema,
-    /// Serves subscriptions, which have no pricing pass: validated in full,
+    /// Validates requests and finds their cost without executing them
+    /// (`cost/analysis.rs`).
+    analysis: VitrinaSchema,
+    /// Serves subscriptions, which have no cost analysis: validated in full,
     /// errors coded and the cost reported as over HTTP.
     pub subscriptions: VitrinaSchema,
     parsed: ParsedQueries,
     persisted: PersistedQueries,
     limits: RequestLimits,
-    /// The prices of reads that scan rows, which grow with the tables.
-    prices: Arc<PriceBook>,
+    /// The costs of reads that scan rows, which grow with the tables.
+    scan_costs: Arc<CostBook>,
     /// Each request's share of the database pool.
     shares: PoolShares,
 }
@@ -71,19 +72,19 @@ impl Schemas {
         let config = &state.settings.graphql;
         let sizes = IntrospectionSizes::of_schema(&sdl());
         let limits = RequestLimits::new(config, sizes);
-        let prices = Arc::new(PriceBook::new(
+        let scan_costs = Arc::new(CostBook::new(
             state.db.clone(),
             state.settings.lists.count_bound,
         ));
         Schemas {
             run: builder().validation_mode(ValidationMode::Fast).finish(),
-            pricing: builder()
-                .extension(cost::analysis::PriceOnly(limits, prices.clone()))
+            analysis: builder()
+                .extension(cost::analysis::CostOnly(limits, scan_costs.clone()))
                 .finish(),
             subscriptions: builder()
-                .extension(response::OverWebSocket(limits, prices.clone()))
+                .extension(response::OverWebSocket(limits, scan_costs.clone()))
                 .finish(),
-            prices,
+            scan_costs,
             parsed: ParsedQueries::default(),
             persisted: PersistedQueries::new(state),
             limits,
@@ -91,67 +92,67 @@ impl Schemas {
         }
     }
 
-    /// Validates and prices one request (no database work, but for the
+    /// Validates one request and finds its cost (no database work, but for the
     /// text of a persisted query's hash and the table estimates when they
     /// are due): what [`Schemas::run`] runs, or the response refusing it.
-    /// Both passes share one parse of its query, and a request priced
-    /// before at the same prices is not priced again.
-    async fn price(&self, request: async_graphql::Request) -> Priced {
+    /// Both passes share one parse of its query, and a request whose cost
+    /// was found before at the same scan costs is not analysed again.
+    async fn cost(&self, request: async_graphql::Request) -> Costed {
         let mut request = match self.persisted.resolve(request).await {
             Ok(request) => request,
-            Err(refusal) => return Priced::Refused(refusal),
+            Err(refusal) => return Costed::Refused(refusal),
         };
-        self.prices.refresh_if_due().await;
-        // Read before pricing: a cost remembered under this generation was
-        // priced at these prices or later ones.
-        let (_, prices) = self.prices.current();
+        self.scan_costs.refresh_if_due().await;
+        // Read before the analysis: a cost remembered under this generation
+        // was found at these scan costs or later ones.
+        let (_, generation) = self.scan_costs.current();
         // The text is checked before the parse cache parses it (the
-        // pricing pass checks the rest of the limits).
+        // cost analysis checks the rest of the limits).
         let recalled = match self
             .parsed
-            .recall(&request, prices, |query| self.limits.check_text(query))
+            .recall(&request, generation, |query| self.limits.check_text(query))
         {
             Ok(recalled) => recalled,
             Err(refusal) => {
-                return Priced::Refused(async_graphql::Response::from_errors(vec![refusal]));
+                return Costed::Refused(async_graphql::Response::from_errors(vec![refusal]));
             }
         };
         let document = recalled.document;
         request.set_parsed_query((*document).clone());
         if let Some(cost) = recalled.cost {
-            return Priced::Ready {
+            return Costed::Ready {
                 request,
                 document,
                 cost: Cost::Remembered(cost),
             };
         }
-        let mut pricing =
+        let mut probe =
             async_graphql::Request::new(request.query.clone()).variables(request.variables.clone());
-        pricing.operation_name = request.operation_name.clone();
-        pricing.set_parsed_query((*document).clone());
-        let mut priced = self.pricing.execute(pricing).await;
-        if priced.is_err() {
+        probe.operation_name = request.operation_name.clone();
+        probe.set_parsed_query((*document).clone());
+        let mut analysed = self.analysis.execute(probe).await;
+        if analysed.is_err() {
             // Invalid, over a limit or no such operation.
-            return Priced::Refused(priced);
+            return Costed::Refused(analysed);
         }
-        let cost = priced.extensions.remove("analyzer").unwrap_or_default();
-        Priced::Ready {
+        let cost = analysed.extensions.remove("analyzer").unwrap_or_default();
+        Costed::Ready {
             request,
             document,
-            cost: Cost::PricedNow { cost, prices },
+            cost: Cost::FoundNow { cost, generation },
         }
     }
 
-    /// Runs a priced request; the quota its metered lists read is charged
+    /// Runs a costed request; the quota its metered lists read is charged
     /// by the caller ([`Meter::charge`]).
     async fn run(
         &self,
-        priced: Priced,
+        costed: Costed,
         data: &Arc<RequestData>,
     ) -> (async_graphql::Response, Arc<Meter>) {
-        let (request, document, cost) = match priced {
-            Priced::Refused(response) => return (response, Arc::default()),
-            Priced::Ready {
+        let (request, document, cost) = match costed {
+            Costed::Refused(response) => return (response, Arc::default()),
+            Costed::Ready {
                 request,
                 document,
                 cost,
@@ -160,8 +161,8 @@ impl Schemas {
                     Cost::Remembered(cost) => cost,
                     // Kept only now that the caller is admitted, as parsed
                     // queries are.
-                    Cost::PricedNow { cost, prices } => {
-                        self.parsed.remember_cost(&request, prices, &cost);
+                    Cost::FoundNow { cost, generation } => {
+                        self.parsed.remember_cost(&request, generation, &cost);
                         cost
                     }
                 };
@@ -187,12 +188,12 @@ impl Schemas {
     }
 }
 
-/// A request after its pricing pass.
+/// A request after its cost analysis.
 #[allow(
     clippy::large_enum_variant,
     reason = "one per request, moved once: boxing would only add an allocation"
 )]
-enum Priced {
+enum Costed {
     Refused(async_graphql::Response),
     Ready {
         request: async_graphql::Request,
@@ -201,13 +202,13 @@ enum Priced {
     },
 }
 
-impl Priced {
+impl Costed {
     /// The complexity of what runs: none for a refused request.
     fn complexity(&self) -> usize {
         let cost = match self {
-            Priced::Refused(_) => return 0,
-            Priced::Ready { cost, .. } => match cost {
-                Cost::Remembered(cost) | Cost::PricedNow { cost, .. } => cost,
+            Costed::Refused(_) => return 0,
+            Costed::Ready { cost, .. } => match cost {
+                Cost::Remembered(cost) | Cost::FoundNow { cost, .. } => cost,
             },
         };
         let complexity = match cost {
@@ -225,10 +226,10 @@ impl Priced {
 enum Cost {
     /// Found for an identical request before.
     Remembered(async_graphql::Value),
-    /// Found by this request's pricing pass, at the `prices` generation.
-    PricedNow {
+    /// Found by this request's analysis, at the scan costs' `generation`.
+    FoundNow {
         cost: async_graphql::Value,
-        prices: u64,
+        generation: u64,
     },
 }
 

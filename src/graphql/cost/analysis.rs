@@ -4,7 +4,7 @@
 //! async-graphql extension sees the validation result that holds it. But
 //! while any extension is registered, async-graphql resolves every field on
 //! a slower path (a fifth of a dashboard's work). So a twin schema carrying
-//! this extension parses, validates and prices each request, then stops;
+//! this extension parses and validates each request and finds its cost, then stops;
 //! the request itself runs on the schema without extensions.
 
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -18,22 +18,22 @@ use async_graphql::{
     Request, Response, ServerError, ServerResult, ValidationResult, Value, Variables, value,
 };
 
-use super::scans::{self, PriceBook};
+use super::scans::{self, CostBook};
 use crate::graphql::request::document_limits::RequestLimits;
 use crate::graphql::request::error_codes::{ErrorClass, Kept};
 
-/// Validates and prices a request, and never executes it.
-pub struct PriceOnly(pub RequestLimits, pub Arc<PriceBook>);
+/// Validates a request and finds its cost, and never executes it.
+pub struct CostOnly(pub RequestLimits, pub Arc<CostBook>);
 
-impl ExtensionFactory for PriceOnly {
+impl ExtensionFactory for CostOnly {
     fn create(&self) -> Arc<dyn Extension> {
-        Arc::new(PriceOnlyExtension {
+        Arc::new(CostOnlyExtension {
             validated: Validated::new(self.0, self.1.clone()),
         })
     }
 }
 
-struct PriceOnlyExtension {
+struct CostOnlyExtension {
     validated: Validated,
 }
 
@@ -44,18 +44,18 @@ struct PriceOnlyExtension {
 #[derive(Clone)]
 pub struct Validated {
     limits: RequestLimits,
-    /// The prices of reads that scan, which the complexity includes.
-    prices: Arc<PriceBook>,
+    /// The costs of reads that scan, which the complexity includes.
+    scan_costs: Arc<CostBook>,
     result: Arc<Mutex<Option<ValidationResult>>>,
     /// The request as admitted, to place the errors of later steps.
     kept: Arc<OnceLock<Kept>>,
 }
 
 impl Validated {
-    pub fn new(limits: RequestLimits, prices: Arc<PriceBook>) -> Self {
+    pub fn new(limits: RequestLimits, scan_costs: Arc<CostBook>) -> Self {
         Validated {
             limits,
-            prices,
+            scan_costs,
             result: Arc::default(),
             kept: Arc::default(),
         }
@@ -97,24 +97,24 @@ impl Validated {
         })
     }
 
-    /// An extension's validation step: prices the reads that scan at the
-    /// prices in force (`scans.rs`), codes what the validator refuses,
+    /// An extension's validation step: costs the reads that scan at the
+    /// scan costs in force (`scans.rs`), codes what the validator refuses,
     /// refuses a request over the complexity limit, and keeps the result.
     pub async fn validate(
         &self,
         ctx: &ExtensionContext<'_>,
         next: NextValidation<'_>,
     ) -> Result<ValidationResult, Vec<ServerError>> {
-        self.prices.refresh_if_due().await;
-        let (prices, _) = self.prices.current();
-        let validated = scans::priced(prices, next.run(ctx)).await;
+        self.scan_costs.refresh_if_due().await;
+        let (costs, _) = self.scan_costs.current();
+        let validated = scans::with_costs(costs, next.run(ctx)).await;
         let mut result = validated.map_err(|mut errors| {
             if let Some(kept) = self.kept.get() {
                 kept.code_validation(&mut errors, &ctx.schema_env.registry);
             }
             errors
         })?;
-        result.complexity = scans::settle(result.complexity, &prices);
+        result.complexity = scans::settle(result.complexity, &costs);
         self.limits
             .check_complexity(result.complexity)
             .map_err(|e| vec![e])?;
@@ -147,7 +147,7 @@ impl Validated {
 }
 
 #[async_trait::async_trait]
-impl Extension for PriceOnlyExtension {
+impl Extension for CostOnlyExtension {
     async fn request(&self, ctx: &ExtensionContext<'_>, next: NextRequest<'_>) -> Response {
         let mut response = next.run(ctx).await;
         self.validated.code_rest(&mut response.errors);

@@ -1,9 +1,9 @@
-//! What reads that scan rows cost, in complexity points, priced before a
+//! What reads that scan rows cost, in complexity points, costed before a
 //! request runs with the rest of its complexity (async-graphql's, checked
 //! after validation). A page reads its own rows through an index, and its
-//! page size prices it; a count reads at most the rows it counts, and a
+//! page size costs it; a count reads at most the rows it counts, and a
 //! substring filter may read every product to find a page's rows (a rare
-//! substring finds none after reading them all). Those are priced by the
+//! substring finds none after reading them all). Those are costed by the
 //! rows they may read:
 //! - a count of products (`totalCount` of a products list) whose filter
 //!   has nothing but a marketplace and a trust status sums a few kept
@@ -35,10 +35,10 @@
 //!   parent has on average.
 //!
 //! The rows are the database's own estimates (`query::estimate`), read
-//! again at most once a [`REFRESH_EVERY`] by a request being priced
-//! ([`PriceBook`]). async-graphql prices fields in plain functions with no
-//! state, so the prices reach them through a task-local that
-//! `analysis::Validated` sets around each validation ([`priced`]).
+//! again at most once a [`REFRESH_EVERY`] by a request being costed
+//! ([`CostBook`]). async-graphql costs fields in plain functions with no
+//! state, so the costs reach them through a task-local that
+//! `analysis::Validated` sets around each validation ([`with_costs`]).
 
 use std::future::Future;
 use std::sync::Mutex;
@@ -57,10 +57,10 @@ pub const ROWS_PER_POINT: u64 = 1_000;
 /// A count answered from the kept counts: a sum of a few rows, the work of
 /// a page of one.
 pub const KEPT_COUNT: usize = 1;
-/// The fewest thousands of products a substring filter is priced for,
+/// The fewest thousands of products a substring filter is costed for,
 /// whatever the catalog holds, so that many of them never come cheap.
 pub const SCAN_FLOOR: usize = 100;
-/// The most thousands of products a substring filter is priced for: with
+/// The most thousands of products a substring filter is costed for: with
 /// the default complexity limit (10,000) a search of a million products
 /// and its count still fit in one request.
 pub const SCAN_CEILING: usize = 500;
@@ -71,12 +71,12 @@ pub const SUBSTRING_WEIGHT: usize = 10;
 /// How long the table estimates are used before they are read again.
 pub const REFRESH_EVERY: Duration = Duration::from_secs(60);
 /// How long a request waits for them: with the pool busy, it goes on with
-/// the prices in force rather than wait for a connection.
+/// the costs in force rather than wait for a connection.
 pub const READ_WITHIN: Duration = Duration::from_millis(100);
 
-/// The prices of the reads that scan, from the rows of the tables they read.
+/// The costs of the reads that scan, from the rows of the tables they read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Prices {
+pub struct ScanCosts {
     /// A count of the products matching a filter that the kept counts do
     /// not answer: at most the count bound.
     pub bounded_count: usize,
@@ -96,13 +96,13 @@ pub struct Prices {
     pub session_submissions: usize,
 }
 
-impl Prices {
-    /// The prices of reads over tables of `rows`, counts stopping past
+impl ScanCosts {
+    /// The costs of reads over tables of `rows`, counts stopping past
     /// `count_bound`.
-    pub fn of(rows: &TableRows, count_bound: u64) -> Prices {
+    pub fn of(rows: &TableRows, count_bound: u64) -> ScanCosts {
         let points = |rows: u64| usize::try_from(rows / ROWS_PER_POINT).unwrap_or(usize::MAX);
         let per_parent = |rows: u64, parents: u64| 1 + points(rows / parents.max(1));
-        Prices {
+        ScanCosts {
             bounded_count: 1 + points(count_bound),
             substring: points(rows.products)
                 .clamp(SCAN_FLOOR, SCAN_CEILING)
@@ -118,48 +118,48 @@ impl Prices {
 }
 
 tokio::task_local! {
-    /// The prices of the request being validated.
-    static PRICES: Prices;
+    /// The costs of the request being validated.
+    static SCAN_COSTS: ScanCosts;
 }
 
-/// Runs `validation` with `prices` for the complexity functions below.
-pub async fn priced<F: Future>(prices: Prices, validation: F) -> F::Output {
-    PRICES.scope(prices, validation).await
+/// Runs `validation` with `costs` for the complexity functions below.
+pub async fn with_costs<F: Future>(costs: ScanCosts, validation: F) -> F::Output {
+    SCAN_COSTS.scope(costs, validation).await
 }
 
-/// The prices set by [`priced`]; outside it (a schema that only executes
-/// what was priced before), those of an empty catalog and the default bound.
-pub fn current() -> Prices {
-    PRICES
-        .try_with(|prices| *prices)
-        .unwrap_or_else(|_| Prices::of(&TableRows::default(), DEFAULT_COUNT_BOUND))
+/// The costs set by [`with_costs`]; outside it (a schema that only executes
+/// what was costed before), those of an empty catalog and the default bound.
+pub fn current() -> ScanCosts {
+    SCAN_COSTS
+        .try_with(|costs| *costs)
+        .unwrap_or_else(|_| ScanCosts::of(&TableRows::default(), DEFAULT_COUNT_BOUND))
 }
 
 /// The complexity of a whole request, whose fields add up to `complexity`:
-/// a `totalCount` outside any list that prices it (none is, in this
-/// schema) is priced as the dearest count of products.
-pub fn settle(complexity: usize, prices: &Prices) -> usize {
+/// a `totalCount` outside any list that costs it (none is, in this
+/// schema) is costed as the dearest count of products.
+pub fn settle(complexity: usize, costs: &ScanCosts) -> usize {
     let (counts, fields) = (complexity / COUNTED, complexity % COUNTED);
-    fields.saturating_add(counts.saturating_mul(prices.bounded_count))
+    fields.saturating_add(counts.saturating_mul(costs.bounded_count))
 }
 
 /// What a count of the products matching `filter` costs.
-fn count_of(filter: &Option<ProductFilter>, prices: &Prices) -> usize {
+fn count_of(filter: &Option<ProductFilter>, costs: &ScanCosts) -> usize {
     match filter.as_ref().is_none_or(counts::is_kept) {
         true => KEPT_COUNT,
-        false => prices.bounded_count,
+        false => costs.bounded_count,
     }
 }
 
 /// What a products filter's scans cost: a substring's, a price filter's.
-fn scans_of(filter: &Option<ProductFilter>, prices: &Prices) -> usize {
+fn scans_of(filter: &Option<ProductFilter>, costs: &ScanCosts) -> usize {
     let Some(filter) = filter else { return 0 };
     let substring = match filter.has_substring() {
-        true => prices.substring,
+        true => costs.substring,
         false => 0,
     };
     let price = match filter.has_price() {
-        true => prices.price_filter,
+        true => costs.price_filter,
         false => 0,
     };
     substring.saturating_add(price)
@@ -190,9 +190,9 @@ pub fn products(
     last: Option<i32>,
     child: usize,
 ) -> usize {
-    let prices = current();
-    let scans = scans_of(filter, &prices);
-    page_with(first, last, child, count_of(filter, &prices), scans)
+    let costs = current();
+    let scans = scans_of(filter, &costs);
+    page_with(first, last, child, count_of(filter, &costs), scans)
 }
 
 /// A seller's `products`: its page and each count of them (a seller's
@@ -218,7 +218,7 @@ pub fn price_history(first: Option<i32>, last: Option<i32>, child: usize) -> usi
 }
 
 /// A product's `priceSeries`: it reads the product's history in range,
-/// priced as a count of it, and the fields of a point.
+/// costed as a count of it, and the fields of a point.
 pub fn price_series(child: usize) -> usize {
     current().product_history.saturating_add(child).min(MOST)
 }
@@ -226,9 +226,9 @@ pub fn price_series(child: usize) -> usize {
 /// `productStats(filter)`: its filter's scans, and two walks of the
 /// matching products' lowest prices (the aggregates, then the median's).
 pub fn product_stats(filter: &Option<ProductFilter>) -> usize {
-    let prices = current();
-    scans_of(filter, &prices)
-        .saturating_add(prices.price_filter.saturating_mul(2))
+    let costs = current();
+    scans_of(filter, &costs)
+        .saturating_add(costs.price_filter.saturating_mul(2))
         .min(MOST)
 }
 
@@ -236,10 +236,10 @@ pub fn product_stats(filter: &Option<ProductFilter>) -> usize {
 /// walk of the matching products' lowest prices, and one of their history
 /// (as much as the whole catalog's), and the fields of what it returns.
 pub fn price_trend(filter: &Option<ProductFilter>, child: usize) -> usize {
-    let prices = current();
-    scans_of(filter, &prices)
-        .saturating_add(prices.price_filter)
-        .saturating_add(prices.history_walk)
+    let costs = current();
+    scans_of(filter, &costs)
+        .saturating_add(costs.price_filter)
+        .saturating_add(costs.history_walk)
         .saturating_add(child)
         .min(MOST)
 }
@@ -265,32 +265,32 @@ pub fn sellers(child: usize) -> usize {
         .min(MOST)
 }
 
-/// The prices in force, and the table estimates they come from, read
+/// The costs in force, and the table estimates they come from, read
 /// again once they are [`REFRESH_EVERY`] old.
-pub struct PriceBook {
+pub struct CostBook {
     db: DatabaseConnection,
     count_bound: u64,
     book: Mutex<Book>,
 }
 
 struct Book {
-    prices: Prices,
-    /// Changes whenever the prices do, so a cost priced before can be told
-    /// from one priced at today's prices (`request/parsed.rs`).
+    costs: ScanCosts,
+    /// Changes whenever the costs do, so a cost costed before can be told
+    /// from one costed at today's costs (`request/parsed.rs`).
     generation: u64,
     /// When the estimates were last read (or tried); `None` before.
     read_at: Option<Instant>,
-    /// A request is reading them now: others use the prices as they are.
+    /// A request is reading them now: others use the costs as they are.
     reading: bool,
 }
 
-impl PriceBook {
+impl CostBook {
     pub fn new(db: DatabaseConnection, count_bound: u64) -> Self {
-        PriceBook {
+        CostBook {
             db,
             count_bound,
             book: Mutex::new(Book {
-                prices: Prices::of(&TableRows::default(), count_bound),
+                costs: ScanCosts::of(&TableRows::default(), count_bound),
                 generation: 0,
                 read_at: None,
                 reading: false,
@@ -298,15 +298,15 @@ impl PriceBook {
         }
     }
 
-    /// The prices in force and their generation.
-    pub fn current(&self) -> (Prices, u64) {
+    /// The costs in force and their generation.
+    pub fn current(&self) -> (ScanCosts, u64) {
         let book = self.lock();
-        (book.prices, book.generation)
+        (book.costs, book.generation)
     }
 
     /// Reads the estimates again when they are due, within [`READ_WITHIN`];
-    /// one request at a time does, the others go on with the prices in
-    /// force. A failure is logged, and the prices stay until the next time
+    /// one request at a time does, the others go on with the costs in
+    /// force. A failure is logged, and the costs stay until the next time
     /// they are due.
     pub async fn refresh_if_due(&self) {
         {
@@ -324,18 +324,18 @@ impl PriceBook {
         book.read_at = Some(Instant::now());
         match read {
             Ok(Ok(rows)) => {
-                let prices = Prices::of(&rows, self.count_bound);
-                if prices != book.prices {
-                    book.prices = prices;
+                let costs = ScanCosts::of(&rows, self.count_bound);
+                if costs != book.costs {
+                    book.costs = costs;
                     book.generation += 1;
                 }
             }
             Ok(Err(e)) => {
-                tracing::warn!(error = %e, "the table estimates that price scans were not read")
+                tracing::warn!(error = %e, "the table estimates that scan costs come from were not read")
             }
             Err(_) => tracing::warn!(
                 within_ms = READ_WITHIN.as_millis(),
-                "the table estimates that price scans were not read in time"
+                "the table estimates that scan costs come from were not read in time"
             ),
         }
     }
@@ -347,7 +347,7 @@ impl PriceBook {
 }
 
 /// A request reading the estimates; when it ends, others may again.
-struct Reading<'a>(&'a PriceBook);
+struct Reading<'a>(&'a CostBook);
 
 impl Drop for Reading<'_> {
     fn drop(&mut self) {
@@ -366,7 +366,7 @@ mod tests {
                 products,
                 ..TableRows::default()
             };
-            Prices::of(&rows, 10_000)
+            ScanCosts::of(&rows, 10_000)
         };
         let small = of_catalog(20_000);
         assert_eq!(small.bounded_count, 1 + 10);
@@ -379,26 +379,26 @@ mod tests {
         assert_eq!(large.substring, SCAN_CEILING * SUBSTRING_WEIGHT);
         assert_eq!(large.price_filter, SCAN_CEILING);
         assert_eq!(of_catalog(10_000_000).substring, large.substring);
-        let tight = Prices::of(&TableRows::default(), 50);
+        let tight = ScanCosts::of(&TableRows::default(), 50);
         assert_eq!(tight.bounded_count, 1);
     }
 
     #[test]
     fn a_count_the_kept_counts_answer_costs_the_same_whatever_its_marketplace_and_status() {
-        let prices = Prices::of(&TableRows::default(), 10_000);
+        let costs = ScanCosts::of(&TableRows::default(), 10_000);
         let kept = ProductFilter {
             marketplace: Some(entity::Marketplace::Ozon),
             trust_status: Some(entity::TrustStatus::Verified),
             brand: Some(String::new()),
             ..ProductFilter::default()
         };
-        assert_eq!(count_of(&None, &prices), KEPT_COUNT);
-        assert_eq!(count_of(&Some(kept), &prices), KEPT_COUNT);
+        assert_eq!(count_of(&None, &costs), KEPT_COUNT);
+        assert_eq!(count_of(&Some(kept), &costs), KEPT_COUNT);
         let branded = ProductFilter {
             brand: Some("Acme".into()),
             ..ProductFilter::default()
         };
-        assert_eq!(count_of(&Some(branded), &prices), prices.bounded_count);
+        assert_eq!(count_of(&Some(branded), &costs), costs.bounded_count);
     }
 
     #[test]
@@ -411,24 +411,24 @@ mod tests {
             scrape_sessions: 5_000,
             submissions: 500_000,
         };
-        let prices = Prices::of(&rows, 10_000);
-        assert_eq!(prices.seller_products, 1 + 10);
-        assert_eq!(prices.product_history, 1);
-        assert_eq!(prices.account_sessions, 1 + 5);
-        assert_eq!(prices.session_submissions, 1);
+        let costs = ScanCosts::of(&rows, 10_000);
+        assert_eq!(costs.seller_products, 1 + 10);
+        assert_eq!(costs.product_history, 1);
+        assert_eq!(costs.account_sessions, 1 + 5);
+        assert_eq!(costs.session_submissions, 1);
     }
 
     #[tokio::test]
-    async fn the_prices_reach_the_complexity_functions_only_inside_priced() {
+    async fn the_costs_reach_the_complexity_functions_only_inside_with_costs() {
         let rows = TableRows {
             products: 5_000_000,
             ..TableRows::default()
         };
-        let large = Prices::of(&rows, 10_000);
-        assert_eq!(priced(large, async { current() }).await, large);
+        let large = ScanCosts::of(&rows, 10_000);
+        assert_eq!(with_costs(large, async { current() }).await, large);
         assert_eq!(
             current(),
-            Prices::of(&TableRows::default(), DEFAULT_COUNT_BOUND)
+            ScanCosts::of(&TableRows::default(), DEFAULT_COUNT_BOUND)
         );
     }
 }

@@ -94,7 +94,7 @@ impl RequestLimits {
     }
 
     /// Refuses a batch of more than the batch limit's operations, before
-    /// any is priced.
+    /// any is costed.
     pub fn check_batch_size(&self, operations: usize) -> Result<(), ServerError> {
         Limit {
             says: "The batch holds {} operations",
@@ -105,7 +105,7 @@ impl RequestLimits {
     }
 
     /// Refuses a batch whose operations' complexities add up to more than
-    /// the complexity limit: a batch is priced as a whole.
+    /// the complexity limit: a batch is costed as a whole.
     pub fn check_batch_complexity(&self, complexity: usize) -> Result<(), ServerError> {
         Limit {
             says: "The batch's complexity is {} (the sum of its operations')",

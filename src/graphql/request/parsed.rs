@@ -2,7 +2,7 @@
 //! requests that passed validation. Clients send the same few queries over
 //! and over: parsing is the dearest step before execution (a third of the
 //! server's work for a product by id with its fragments), and the full
-//! validation that prices a request the next third.
+//! validation that finds a request's cost the next third.
 
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -18,9 +18,9 @@ const CAPACITY: NonZeroUsize = NonZeroUsize::new(256).unwrap();
 /// Longer queries are parsed for each request and not kept, so the cache
 /// stays small (at most a few MB) whatever clients send.
 const MAX_QUERY_LEN: usize = 8 * 1024;
-/// Costs kept per query (the latest operations and variables priced).
+/// Costs kept per query (the latest operations and variables costed).
 const COSTS_PER_QUERY: usize = 4;
-/// Variables heavier than this (in bytes of names and scalars) are priced
+/// Variables heavier than this (in bytes of names and scalars) are costed
 /// each time and not kept.
 const MAX_VARIABLES_WEIGHT: usize = 2 * 1024;
 
@@ -31,16 +31,16 @@ struct Known {
     /// Requests of this query that passed validation, newest first. Their
     /// cost depends on the operation and the variables (page sizes, and
     /// whether the values fit their types), so both are part of the key.
-    costs: Vec<PricedRequest>,
+    costs: Vec<CostedRequest>,
 }
 
 /// A request that passed validation, and what it cost.
-struct PricedRequest {
+struct CostedRequest {
     operation: Option<String>,
     variables: async_graphql::Variables,
-    /// The generation of the prices of scanning reads it was priced at
-    /// (`scans::PriceBook`): a cost of other prices is priced anew.
-    prices: u64,
+    /// The generation of the scan costs it was found at
+    /// (`scans::CostBook`): a cost found at others is found anew.
+    generation: u64,
     cost: Value,
 }
 
@@ -55,14 +55,14 @@ pub struct Recalled {
     /// The parsed query.
     pub document: Arc<ExecutableDocument>,
     /// Its cost, when the same operation with the same variables passed
-    /// validation before, at the same prices.
+    /// validation before, at the same scan costs.
     pub cost: Option<Value>,
 }
 
 impl ParsedQueries {
     /// The parsed document of `request`'s query (from the cache, or parsed
     /// now and kept unless the query is too long to keep) and its cost if
-    /// known at the `prices` generation in force.
+    /// known at the scan costs' `generation` in force.
     ///
     /// `admit` checks a query's text before it is parsed; a query in the
     /// cache passed it when it was parsed, so it is not checked again. A
@@ -70,7 +70,7 @@ impl ParsedQueries {
     pub fn recall(
         &self,
         request: &Request,
-        prices: u64,
+        generation: u64,
         admit: impl FnOnce(&str) -> Result<(), ServerError>,
     ) -> Result<Recalled, ServerError> {
         let query = &request.query;
@@ -86,7 +86,7 @@ impl ParsedQueries {
                 .costs
                 .iter()
                 .find(|c| {
-                    c.prices == prices
+                    c.generation == generation
                         && c.operation == request.operation_name
                         && c.variables == request.variables
                 })
@@ -109,9 +109,9 @@ impl ParsedQueries {
         })
     }
 
-    /// Keeps the cost of a request that passed validation at the `prices`
+    /// Keeps the cost of a request that passed validation at the scan costs'
     /// generation, if its query is kept and its variables are light enough.
-    pub fn remember_cost(&self, request: &Request, prices: u64, cost: &Value) {
+    pub fn remember_cost(&self, request: &Request, generation: u64, cost: &Value) {
         let variables = request.variables.iter();
         if variables.map(|(k, v)| k.len() + weight(v)).sum::<usize>() > MAX_VARIABLES_WEIGHT {
             return;
@@ -123,10 +123,10 @@ impl ParsedQueries {
         known.costs.truncate(COSTS_PER_QUERY - 1);
         known.costs.insert(
             0,
-            PricedRequest {
+            CostedRequest {
                 operation: request.operation_name.clone(),
                 variables: request.variables.clone(),
-                prices,
+                generation,
                 cost: cost.clone(),
             },
         );

@@ -22,7 +22,7 @@
 //! only a cache: when another account's texts push one out, it is read
 //! from the table on its next use, never lost.
 //!
-//! Hashes are looked up when a request is priced (`Schemas::price`), which
+//! Hashes are looked up when a request's cost is found (`Schemas::cost`), which
 //! for a request without a known query text waits for the key check: a
 //! caller without a key cannot make the server read the table, and every
 //! lookup counts against the rate limit. A text is kept only when its
@@ -123,7 +123,7 @@ impl PersistedQueries {
                 Err(e) => return Err(refusal(&ApiError::from(e))),
             }
         } else if request.query.len() > self.max_bytes {
-            // Refused by the document limit when priced, and never kept:
+            // Refused by the document limit when costed, and never kept:
             // not worth hashing.
             return Ok(request);
         } else if sha256_hex(&request.query) != hash {

@@ -21,7 +21,7 @@ use super::document_limits::{self, RequestLimits};
 use super::parsed;
 use crate::graphql::cost::analysis::Validated;
 use crate::graphql::cost::quota_charge::Meter;
-use crate::graphql::cost::scans::PriceBook;
+use crate::graphql::cost::scans::CostBook;
 use crate::graphql::{RequestData, cost};
 use crate::http::error::Unavailable;
 use crate::http::{ApiError, access, conditional};
@@ -117,7 +117,7 @@ fn request_failed(response: &async_graphql::Response) -> bool {
 /// carries an `extensions.code` and each response the request's cost in
 /// `extensions.analyzer` and `extensions.cost` (`cost/mod.rs`). A subscription's every update is charged as a
 /// response of its own.
-pub struct OverWebSocket(pub RequestLimits, pub Arc<PriceBook>);
+pub struct OverWebSocket(pub RequestLimits, pub Arc<CostBook>);
 
 impl ExtensionFactory for OverWebSocket {
     fn create(&self) -> Arc<dyn Extension> {
@@ -354,7 +354,7 @@ pub fn api_error(headers: &HeaderMap, error: &ApiError) -> Response {
     response
 }
 
-/// A request refused whole before any of its operations was priced or run
+/// A request refused whole before any of its operations was costed or run
 /// (a batch over a limit): HTTP 400 whatever the media type, with the one
 /// error that says why.
 pub fn refused_whole(headers: &HeaderMap, error: ServerError) -> Response {

@@ -1,5 +1,5 @@
 //! GraphQL over HTTP and WebSocket: the routes, the handlers, and a
-//! request's way from admission through pricing to its response.
+//! request's way from admission through cost analysis to its response.
 //!
 //! Over HTTP: POST with JSON, GET for queries; the response is
 //! `application/graphql-response+json` when the client accepts it (then a
@@ -29,7 +29,7 @@ use super::persisted;
 use super::response::{self, accepts, api_error, refused_whole, request_error, respond};
 use crate::accounts::Scope;
 use crate::graphql::cost::quota_charge::Meter;
-use crate::graphql::{Priced, RequestData, Schemas, cost, gql};
+use crate::graphql::{Costed, RequestData, Schemas, cost, gql};
 use crate::http::conditional::{mark, not_modified_if_fresh};
 use crate::http::{ApiError, access};
 use crate::limits::RateDecision;
@@ -200,7 +200,7 @@ fn is_json(headers: &HeaderMap) -> bool {
 }
 
 /// Answers a request within its deadline; past it, the request's work
-/// (the key check, pricing, execution and the database statements they
+/// (the key check, cost analysis, execution and the database statements they
 /// wait on) is dropped and it is answered `TIMEOUT`. A `conditional`
 /// request (a GET) is tagged, and answered `304 Not Modified` when the
 /// client holds its answer already (`http::conditional`): counted like any
@@ -297,7 +297,7 @@ enum Answered {
     },
 }
 
-/// Admits, prices and runs a request; `rate` is where the caller stands
+/// Admits a request, finds its cost and runs it; `rate` is where the caller stands
 /// against the rate limit once admitted.
 async fn answer(
     endpoint: &Endpoint,
@@ -327,17 +327,17 @@ async fn answer(
     // are counted, or the batch is refused whole and none is.
     let operations = u32::try_from(requests.len()).unwrap_or(u32::MAX);
     // Queries the server has seen before (which only keyed requests put in
-    // the parse cache) are priced while the key is checked: pricing is CPU
+    // the parse cache) are costed while the key is checked: cost analysis is CPU
     // work, the key check a wait on the database. Others wait for the key,
     // so a caller without one cannot make the server parse what it sends.
     let known = requests.iter().all(|r| schemas.parsed.contains(&r.query));
-    let pricing = join_all(requests.into_iter().map(|r| schemas.price(r)));
+    let costing = join_all(requests.into_iter().map(|r| schemas.cost(r)));
     let admit = access::admit_many(state, headers, Scope::Read, operations);
-    let (admission, priced) = if known {
-        tokio::join!(admit, pricing)
+    let (admission, costed) = if known {
+        tokio::join!(admit, costing)
     } else {
         match admit.await {
-            Ok(admission) => (Ok(admission), pricing.await),
+            Ok(admission) => (Ok(admission), costing.await),
             Err(refusal) => (Err(refusal), Vec::new()),
         }
     };
@@ -347,8 +347,8 @@ async fn answer(
     };
     *rate = Some(admission.rate);
     if !single {
-        // Priced as a whole: its operations run in one request.
-        let complexity = priced.iter().map(Priced::complexity).sum();
+        // Costed as a whole: its operations run in one request.
+        let complexity = costed.iter().map(Costed::complexity).sum();
         if let Err(error) = schemas.limits.check_batch_complexity(complexity) {
             let mut refusal = refused_whole(headers, error);
             access::rate_headers(&admission.rate, refusal.headers_mut());
@@ -357,7 +357,7 @@ async fn answer(
     }
     let data = RequestData::new(state.clone(), admission.caller, &schemas.shares);
     let data = Arc::new(data);
-    let responses = join_all(priced.into_iter().map(|p| schemas.run(p, &data))).await;
+    let responses = join_all(costed.into_iter().map(|p| schemas.run(p, &data))).await;
     Answered::Ran {
         responses,
         data,
@@ -365,7 +365,7 @@ async fn answer(
     }
 }
 
-/// Why a batch of `operations` is refused before any of it is priced:
+/// Why a batch of `operations` is refused before any of it is costed:
 /// batching is off, or the batch is over its limit.
 fn refused_batch(endpoint: &Endpoint, headers: &HeaderMap, operations: usize) -> Option<Response> {
     if !endpoint.state.settings.graphql.batching {

@@ -101,7 +101,7 @@ impl ProductTotal {
     /// complexity point. Any other filter is counted up to a bound
     /// (`VITRINA_COUNT_BOUND`, 10,000 unless configured), for 1 point plus
     /// 1 per 1,000 of the bound: when more products match, `totalCount` is
-    /// the bound and `totalCountIsExact` is false. Priced once per list,
+    /// the bound and `totalCountIsExact` is false. Costed once per list,
     /// whatever the page size (a session's products are counted with their
     /// page: the list's price includes it).
     #[graphql(complexity = "super::relay_connection::COUNTED")]
@@ -110,7 +110,7 @@ impl ProductTotal {
     }
 
     /// Whether `totalCount` is the number of products in the list; false
-    /// when more than `totalCount` (the bound) match. Priced as
+    /// when more than `totalCount` (the bound) match. Costed as
     /// `totalCount`, which it is counted with.
     #[graphql(complexity = "super::relay_connection::COUNTED")]
     async fn total_count_is_exact(&self, ctx: &Context<'_>) -> Result<bool> {
@@ -437,7 +437,7 @@ impl Product {
     /// variants. `from` and `to` bound the times, inclusive. A series of
     /// more buckets than `VITRINA_SERIES_MAX_BUCKETS` (1,000) is refused:
     /// narrow the times or take a larger bucket. Computed in the database,
-    /// one statement for the products of a level; priced as a count of the
+    /// one statement for the products of a level; costed as a count of the
     /// product's history, by the rows it reads.
     #[graphql(complexity = "crate::graphql::cost::scans::price_series(child_complexity)")]
     async fn price_series(

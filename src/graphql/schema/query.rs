@@ -43,7 +43,7 @@ impl QueryRoot {
     /// Its complexity: the fields of a row times the page size, each
     /// `totalCount` once (see ProductConnection), and a substring filter
     /// (`nameContains`, `sellerCodeContains`), which may read every product's
-    /// text to fill its page and its count, ten times the price of a count;
+    /// text to fill its page and its count, ten times the cost of a count;
     /// a price filter, which may walk the catalog testing one index entry
     /// per product, a tenth of that.
     #[graphql(
@@ -79,7 +79,7 @@ impl QueryRoot {
     /// current price in `currency`, over each one's lowest current price in
     /// it: how many, the lowest, highest, mean and median (a brand's or a
     /// category's price level). A filter that names a currency must name
-    /// this one. It reads every matching product's price: priced as two
+    /// this one. It reads every matching product's price: costed as two
     /// walks of the catalog's lowest prices, with the filter's own scans.
     #[graphql(complexity = "crate::graphql::cost::scans::product_stats(&filter)")]
     async fn product_stats(
@@ -103,7 +103,7 @@ impl QueryRoot {
     /// in the bucket. A bucket with no observation is left out; `from` and
     /// `to` bound the range (inclusive), and more buckets than
     /// `VITRINA_SERIES_MAX_BUCKETS` are refused. It reads every matching
-    /// product's history in range: priced as a walk of the catalog's price
+    /// product's history in range: costed as a walk of the catalog's price
     /// history, with the filter's own scans.
     #[graphql(complexity = "crate::graphql::cost::scans::price_trend(&filter, child_complexity)")]
     async fn price_index(
@@ -124,7 +124,7 @@ impl QueryRoot {
     /// since `since`, the biggest move first: `DROP` the largest falls,
     /// `RISE` the largest rises; a product that did not move that way is
     /// left out. `first`: 10 by default, at most `VITRINA_MOVERS_MAX` (100).
-    /// It reads every matching product's history in the currency: priced
+    /// It reads every matching product's history in the currency: costed
     /// as a walk of the catalog's price history, with the filter's own
     /// scans, and the fields of each mover.
     #[graphql(

@@ -10,7 +10,7 @@ use super::inline::Inline;
 use crate::query::QueryError;
 use crate::query::keyset::{DEFAULT_PAGE, Key, MAX_PAGE, Slice, Window};
 
-/// The complexity a `totalCount` reports: not its price, which depends on
+/// The complexity a `totalCount` reports: not its cost, which depends on
 /// the list it counts (its filter, its table), but a mark its connection
 /// finds in the sum of its fields' complexities ([`page_cost`]).
 /// async-graphql hands a field only that sum, and a count runs once per
@@ -93,11 +93,11 @@ impl Key for NoKey {
 }
 
 /// `totalCount` counted with the page, whether asked or not (the list's
-/// field prices the count).
+/// field costs the count).
 #[derive(SimpleObject)]
 pub struct Total {
     /// Rows in the whole list, across all pages (counted with every page of
-    /// it: its price is the list's).
+    /// it: its cost is the list's).
     pub total_count: u64,
 }
 
