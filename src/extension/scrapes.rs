@@ -5,7 +5,7 @@
 //! well-formed items of a batch because of one bad item. Only what could not
 //! be stored at all is refused here, naming the field: a NUL in any string
 //! or key, a number outside the domain, a text or list over its limit
-//! (`jobs::merge::limits`).
+//! (`jobs::merge::item_limits`).
 //!
 //! An `Idempotency-Key` (per account) makes a retry answer the session the
 //! key first made. A retry is the same body, byte for byte (its SHA-256 is
@@ -35,7 +35,7 @@ use crate::accounts::Caller;
 use crate::http::ApiError;
 use crate::http::error::ErrorBody;
 use crate::jobs::merge::item::ScrapedItem;
-use crate::jobs::merge::{limits, size};
+use crate::jobs::merge::{item_limits, size};
 use crate::query::sessions;
 use crate::state::AppState;
 use crate::views::SessionEnvelope;
@@ -102,7 +102,8 @@ fn parse(body: &[u8]) -> Result<Upload, ApiError> {
         )));
     }
     for (i, item) in upload.items.iter_mut().enumerate() {
-        limits::check_upload(item).map_err(|v| ApiError::InvalidBody(format!("items[{i}].{v}")))?;
+        item_limits::check_upload(item)
+            .map_err(|v| ApiError::InvalidBody(format!("items[{i}].{v}")))?;
     }
     Ok(upload)
 }
@@ -119,7 +120,7 @@ fn unreadable(e: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
             inner.line(),
             inner.column()
         );
-        return ApiError::InvalidBody(limits::out_of_domain(path, shown).to_string());
+        return ApiError::InvalidBody(item_limits::out_of_domain(path, shown).to_string());
     }
     ApiError::InvalidBody(format!("the body is not a valid upload: {path}: {inner}"))
 }

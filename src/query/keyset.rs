@@ -19,7 +19,7 @@ pub const MAX_PAGE: u64 = 500;
 pub const DEFAULT_PAGE: u64 = 100;
 /// Longest cursor accepted, in characters. A cursor of the `NAME` order
 /// carries a product's name, which the merge lets be 2,048 bytes
-/// (`jobs::merge::limits::NAME`, whose tests hold the two together); JSON
+/// (`jobs::merge::item_limits::NAME`, whose tests hold the two together); JSON
 /// may write each byte as a six-byte escape (`\u0001`), the rest of the key
 /// takes under 256 bytes, and base64 writes 4 characters for every 3 bytes.
 /// So every cursor a list gives is accepted back, though it is longer than

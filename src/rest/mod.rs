@@ -7,8 +7,8 @@ pub mod openapi;
 pub(crate) mod params;
 
 mod catalog;
-mod limits;
 mod products;
+mod rate_limit;
 mod scrapes;
 mod sellers;
 
@@ -41,7 +41,7 @@ pub fn router(state: AppState) -> Router<AppState> {
             access::require_key,
         ));
     let free = Router::new()
-        .route("/rate_limit", get(limits::standing))
+        .route("/rate_limit", get(rate_limit::standing))
         .route_layer(middleware::from_fn(sized::require_within));
     // The OpenAPI document: the same bytes for every caller, rendered once
     // from the code, not an answer of data.

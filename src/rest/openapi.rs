@@ -13,7 +13,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{Content, RefOr, Required};
 use utoipa::{Modify, OpenApi};
 
-use super::{catalog, limits, products, scrapes, sellers};
+use super::{catalog, products, rate_limit, scrapes, sellers};
 use crate::accounts::Scope;
 use crate::query::MAX_TEXT_LEN;
 
@@ -186,7 +186,7 @@ impl Modify for ConditionalRequests {
     paths(
         products::list, products::get, products::price_history, sellers::find,
         catalog::categories, catalog::brands, scrapes::list, scrapes::get, scrapes::products,
-        limits::standing,
+        rate_limit::standing,
     ),
     modifiers(&BearerAuth, &TextParameters, &ConditionalRequests, &READ_SCOPE),
 )]

@@ -8,7 +8,7 @@
 use entity::{SubmissionStatus, submission};
 use sea_orm::{EntityTrait, PaginatorTrait};
 use serde_json::{Value, json};
-use vitrina::jobs::merge::limits::MAX_NUMBER;
+use vitrina::jobs::merge::item_limits::MAX_NUMBER;
 
 use crate::helpers::TestApp;
 use crate::helpers::uploads::{item, post_raw, send, store, submissions, upload, with};

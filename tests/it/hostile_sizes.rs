@@ -18,7 +18,7 @@ use sea_orm::{ActiveValue::Set, DatabaseConnection, EntityTrait, IntoActiveModel
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 use vitrina::config::{Settings, SizeConfig};
-use vitrina::jobs::merge::limits;
+use vitrina::jobs::merge::item_limits;
 
 use crate::fixtures::{insert_seller, seller};
 use crate::helpers::cli::{assert_clean_failure, stderr, vitrina_alongside};
@@ -69,30 +69,30 @@ fn escaped(bytes: usize, seed: usize) -> String {
 /// writes longest.
 fn every_limit_item(external_id: &str, language: &str) -> Value {
     let mut big = with(item(external_id), &["language"], json!(language));
-    big["name"] = json!(escaped(limits::NAME, 0));
-    big["brand"] = json!(escaped(limits::BRAND, 1));
-    big["category_path"] = (0..limits::CATEGORY_LEVELS)
-        .map(|i| json!(escaped(limits::CATEGORY_LEVEL, i)))
+    big["name"] = json!(escaped(item_limits::NAME, 0));
+    big["brand"] = json!(escaped(item_limits::BRAND, 1));
+    big["category_path"] = (0..item_limits::CATEGORY_LEVELS)
+        .map(|i| json!(escaped(item_limits::CATEGORY_LEVEL, i)))
         .collect();
-    big["attributes"] = (0..limits::ATTRIBUTES)
+    big["attributes"] = (0..item_limits::ATTRIBUTES)
         .map(|i| {
-            let key = format!("{i:03}{}", escaped(limits::ATTRIBUTE_KEY - 3, i));
-            (key, json!(escaped(limits::ATTRIBUTE_VALUE / 8, i)))
+            let key = format!("{i:03}{}", escaped(item_limits::ATTRIBUTE_KEY - 3, i));
+            (key, json!(escaped(item_limits::ATTRIBUTE_VALUE / 8, i)))
         })
         .collect::<Map<_, _>>()
         .into();
-    let gallery: Vec<String> = (0..limits::GALLERY)
+    let gallery: Vec<String> = (0..item_limits::GALLERY)
         .map(|i| {
             format!(
                 "https://img.example/{i}/{}",
-                "x".repeat(limits::MEDIA_URL - 40)
+                "x".repeat(item_limits::MEDIA_URL - 40)
             )
         })
         .collect();
     big["image_gallery"] = json!(gallery);
     big["video_gallery"] = json!(gallery);
-    big["prices"] = (0..limits::PRICES)
-        .map(|i| json!({ "country_code": "ru", "region_code": format!("r{i}"), "user_auth_status": "anonymous", "price": limits::MAX_NUMBER as f64, "old_price": 2.2250738585072014e-308, "currency": "RUB", "stock_status": escaped(limits::STOCK_STATUS, i) }))
+    big["prices"] = (0..item_limits::PRICES)
+        .map(|i| json!({ "country_code": "ru", "region_code": format!("r{i}"), "user_auth_status": "anonymous", "price": item_limits::MAX_NUMBER as f64, "old_price": 2.2250738585072014e-308, "currency": "RUB", "stock_status": escaped(item_limits::STOCK_STATUS, i) }))
         .collect();
     big
 }
@@ -203,8 +203,8 @@ async fn uploads_at_the_item_limits_end_at_most_at_the_product_limit() {
     let variants = |from: usize| {
         let prices: Vec<Value> = (from..from + 40)
             .map(|i| {
-                let country = format!("{i:04}{}", escaped(limits::COUNTRY_CODE - 4, i));
-                let region = format!("{i:04}{}", escaped(limits::REGION_CODE / 4, i));
+                let country = format!("{i:04}{}", escaped(item_limits::COUNTRY_CODE - 4, i));
+                let region = format!("{i:04}{}", escaped(item_limits::REGION_CODE / 4, i));
                 json!({ "country_code": country, "region_code": region, "user_auth_status": "authenticated", "price": 1.0000000000000002, "currency": "RUB" })
             })
             .collect();

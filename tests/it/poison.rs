@@ -9,7 +9,7 @@ use sea_orm::{ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, PaginatorTra
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 use vitrina::config::{JobsConfig, Settings, SizeConfig};
-use vitrina::jobs::merge::limits;
+use vitrina::jobs::merge::item_limits;
 
 use crate::helpers::uploads::{attempts, item, send, store, submissions, upload, with};
 use crate::helpers::{TestApp, pin_sqlite_file, refuse_product};
@@ -299,78 +299,78 @@ async fn each_upload_limit_passes_at_its_value_and_refuses_one_byte_or_entry_mor
     let app = TestApp::spawn().await;
     let key = app.key("acme").await;
     let texts: &[(&[&str], &str, usize)] = &[
-        (&["external_id"], "external_id", limits::EXTERNAL_ID),
-        (&["name"], "name", limits::NAME),
-        (&["brand"], "brand", limits::BRAND),
+        (&["external_id"], "external_id", item_limits::EXTERNAL_ID),
+        (&["name"], "name", item_limits::NAME),
+        (&["brand"], "brand", item_limits::BRAND),
         (
             &["category_path", "1"],
             "category_path[1]",
-            limits::CATEGORY_LEVEL,
+            item_limits::CATEGORY_LEVEL,
         ),
         (
             &["attributes", "цвет"],
             "attributes.цвет",
-            limits::ATTRIBUTE_VALUE,
+            item_limits::ATTRIBUTE_VALUE,
         ),
-        (&["image_cover"], "image_cover", limits::MEDIA_URL),
+        (&["image_cover"], "image_cover", item_limits::MEDIA_URL),
         (
             &["image_gallery", "0"],
             "image_gallery[0]",
-            limits::MEDIA_URL,
+            item_limits::MEDIA_URL,
         ),
-        (&["video_cover"], "video_cover", limits::MEDIA_URL),
+        (&["video_cover"], "video_cover", item_limits::MEDIA_URL),
         (
             &["video_gallery", "0"],
             "video_gallery[0]",
-            limits::MEDIA_URL,
+            item_limits::MEDIA_URL,
         ),
-        (&["seller", "id"], "seller.id", limits::SELLER_ID),
-        (&["seller", "name"], "seller.name", limits::SELLER_NAME),
-        (&["seller", "code"], "seller.code", limits::SELLER_CODE),
+        (&["seller", "id"], "seller.id", item_limits::SELLER_ID),
+        (&["seller", "name"], "seller.name", item_limits::SELLER_NAME),
+        (&["seller", "code"], "seller.code", item_limits::SELLER_CODE),
         (
             &["seller", "tin"],
             "seller.tin",
-            limits::SELLER_REGISTRATION,
+            item_limits::SELLER_REGISTRATION,
         ),
         (
             &["seller", "psrn"],
             "seller.psrn",
-            limits::SELLER_REGISTRATION,
+            item_limits::SELLER_REGISTRATION,
         ),
         (
             &["seller", "address"],
             "seller.address",
-            limits::SELLER_ADDRESS,
+            item_limits::SELLER_ADDRESS,
         ),
         (
             &["prices", "0", "country_code"],
             "prices[0].country_code",
-            limits::COUNTRY_CODE,
+            item_limits::COUNTRY_CODE,
         ),
         (
             &["prices", "0", "region_code"],
             "prices[0].region_code",
-            limits::REGION_CODE,
+            item_limits::REGION_CODE,
         ),
         (
             &["prices", "0", "currency"],
             "prices[0].currency",
-            limits::CURRENCY,
+            item_limits::CURRENCY,
         ),
         (
             &["prices", "0", "stock_status"],
             "prices[0].stock_status",
-            limits::STOCK_STATUS,
+            item_limits::STOCK_STATUS,
         ),
         (
             &["special_price", "0", "country_code"],
             "special_price[0].country_code",
-            limits::COUNTRY_CODE,
+            item_limits::COUNTRY_CODE,
         ),
         (
             &["special_price", "0", "region_code"],
             "special_price[0].region_code",
-            limits::REGION_CODE,
+            item_limits::REGION_CODE,
         ),
     ];
     for &(path, field, limit) in texts {
@@ -398,14 +398,14 @@ async fn each_upload_limit_passes_at_its_value_and_refuses_one_byte_or_entry_mor
         let (status, _) = upload_second(
             &app,
             &key,
-            with(full_item(), path, json!(address(limits::URL))),
+            with(full_item(), path, json!(address(item_limits::URL))),
         )
         .await;
-        assert_eq!(status, 202, "{field} at {} bytes", limits::URL);
+        assert_eq!(status, 202, "{field} at {} bytes", item_limits::URL);
         let (status, message) = upload_second(
             &app,
             &key,
-            with(full_item(), path, json!(address(limits::URL + 1))),
+            with(full_item(), path, json!(address(item_limits::URL + 1))),
         )
         .await;
         assert_eq!(
@@ -414,20 +414,20 @@ async fn each_upload_limit_passes_at_its_value_and_refuses_one_byte_or_entry_mor
                 400,
                 &*format!(
                     "items[1].{field} is longer than {} bytes (it has {}).",
-                    limits::URL,
-                    limits::URL + 1
+                    item_limits::URL,
+                    item_limits::URL + 1
                 )
             )
         );
         // Short enough as sent, too long as stored: each letter is percent-encoded.
-        let cyrillic = format!("https://ozon.ru/{}", "я".repeat(limits::URL / 4));
+        let cyrillic = format!("https://ozon.ru/{}", "я".repeat(item_limits::URL / 4));
         let (status, message) =
             upload_second(&app, &key, with(full_item(), path, json!(cyrillic))).await;
         assert_eq!(status, 400);
         assert!(
             message.starts_with(&format!(
                 "items[1].{field} is longer than {} bytes once normalized",
-                limits::URL
+                item_limits::URL
             )),
             "{message}"
         );
@@ -436,21 +436,25 @@ async fn each_upload_limit_passes_at_its_value_and_refuses_one_byte_or_entry_mor
     let key_of = |len: usize| "к".repeat(len / 2) + &"k".repeat(len % 2);
     let base = full_item();
     let lists = [
-        ("category_path", limits::CATEGORY_LEVELS, json!("Чайники")),
+        (
+            "category_path",
+            item_limits::CATEGORY_LEVELS,
+            json!("Чайники"),
+        ),
         (
             "image_gallery",
-            limits::GALLERY,
+            item_limits::GALLERY,
             json!("https://img.example/1.webp"),
         ),
         (
             "video_gallery",
-            limits::GALLERY,
+            item_limits::GALLERY,
             json!("https://video.example/1.mp4"),
         ),
-        ("prices", limits::PRICES, base["prices"][0].clone()),
+        ("prices", item_limits::PRICES, base["prices"][0].clone()),
         (
             "special_price",
-            limits::PRICES,
+            item_limits::PRICES,
             base["special_price"][0].clone(),
         ),
     ];
@@ -468,9 +472,9 @@ async fn each_upload_limit_passes_at_its_value_and_refuses_one_byte_or_entry_mor
         })
         .chain([(
             "attributes",
-            limits::ATTRIBUTES,
-            attributes(limits::ATTRIBUTES),
-            attributes(limits::ATTRIBUTES + 1),
+            item_limits::ATTRIBUTES,
+            attributes(item_limits::ATTRIBUTES),
+            attributes(item_limits::ATTRIBUTES + 1),
         )]);
     for (field, limit, at_limit, over) in cases {
         let (status, message) =
@@ -496,7 +500,7 @@ async fn each_upload_limit_passes_at_its_value_and_refuses_one_byte_or_entry_mor
         with(
             full_item(),
             &["attributes"],
-            attribute(key_of(limits::ATTRIBUTE_KEY)),
+            attribute(key_of(item_limits::ATTRIBUTE_KEY)),
         ),
     )
     .await;
@@ -507,7 +511,7 @@ async fn each_upload_limit_passes_at_its_value_and_refuses_one_byte_or_entry_mor
         with(
             full_item(),
             &["attributes"],
-            attribute(key_of(limits::ATTRIBUTE_KEY + 1)),
+            attribute(key_of(item_limits::ATTRIBUTE_KEY + 1)),
         ),
     )
     .await;
@@ -517,8 +521,8 @@ async fn each_upload_limit_passes_at_its_value_and_refuses_one_byte_or_entry_mor
             400,
             format!(
                 "items[1].attributes has a key longer than {} bytes (it has {}).",
-                limits::ATTRIBUTE_KEY,
-                limits::ATTRIBUTE_KEY + 1
+                item_limits::ATTRIBUTE_KEY,
+                item_limits::ATTRIBUTE_KEY + 1
             )
         )
     );
@@ -528,14 +532,14 @@ async fn each_upload_limit_passes_at_its_value_and_refuses_one_byte_or_entry_mor
     let (status, _) = upload_second(
         &app,
         &key,
-        with(full_item(), &["stats"], stats(limits::STATS)),
+        with(full_item(), &["stats"], stats(item_limits::STATS)),
     )
     .await;
     assert_eq!(status, 202);
     let (status, message) = upload_second(
         &app,
         &key,
-        with(full_item(), &["stats"], stats(limits::STATS + 1)),
+        with(full_item(), &["stats"], stats(item_limits::STATS + 1)),
     )
     .await;
     assert_eq!(
@@ -544,8 +548,8 @@ async fn each_upload_limit_passes_at_its_value_and_refuses_one_byte_or_entry_mor
             400,
             format!(
                 "items[1].stats is longer than {} bytes of JSON (it has {}).",
-                limits::STATS,
-                limits::STATS + 1
+                item_limits::STATS,
+                item_limits::STATS + 1
             )
         )
     );
@@ -631,50 +635,50 @@ async fn an_item_with_every_text_and_list_at_its_limit_merges() {
     let text = |bytes: usize, tag: usize| random_letters(bytes, tag as u64 + 1);
     let address = |path: &str| {
         let head = format!("https://ozon.ru/{path}/");
-        head.clone() + &random_text(limits::URL - head.len())
+        head.clone() + &random_text(item_limits::URL - head.len())
     };
     let mut big = full_item();
-    big["external_id"] = json!(text(limits::EXTERNAL_ID, 0));
+    big["external_id"] = json!(text(item_limits::EXTERNAL_ID, 0));
     big["url"] = json!(address("product"));
-    big["name"] = json!(text(limits::NAME, 0));
-    big["brand"] = json!(text(limits::BRAND, 0));
-    big["category_path"] = (0..limits::CATEGORY_LEVELS)
-        .map(|i| json!(text(limits::CATEGORY_LEVEL, i)))
+    big["name"] = json!(text(item_limits::NAME, 0));
+    big["brand"] = json!(text(item_limits::BRAND, 0));
+    big["category_path"] = (0..item_limits::CATEGORY_LEVELS)
+        .map(|i| json!(text(item_limits::CATEGORY_LEVEL, i)))
         .collect();
     // Every list at its length, one entry of each at its longest: all at
     // once would pass the upload's body limit.
     let value = |i: usize| match i {
-        0 => text(limits::ATTRIBUTE_VALUE, 0),
+        0 => text(item_limits::ATTRIBUTE_VALUE, 0),
         _ => format!("значение {i}"),
     };
-    big["attributes"] = (0..limits::ATTRIBUTES)
-        .map(|i| (text(limits::ATTRIBUTE_KEY, i), json!(value(i))))
+    big["attributes"] = (0..item_limits::ATTRIBUTES)
+        .map(|i| (text(item_limits::ATTRIBUTE_KEY, i), json!(value(i))))
         .collect::<Map<_, _>>()
         .into();
-    big["image_cover"] = json!(text(limits::MEDIA_URL, 0));
+    big["image_cover"] = json!(text(item_limits::MEDIA_URL, 0));
     let media = |i: usize| match i {
-        0 => text(limits::MEDIA_URL, 0),
+        0 => text(item_limits::MEDIA_URL, 0),
         _ => format!("https://img.example/{i}"),
     };
-    big["image_gallery"] = (0..limits::GALLERY).map(|i| json!(media(i))).collect();
-    big["video_cover"] = json!(text(limits::MEDIA_URL, 1));
-    big["video_gallery"] = (0..limits::GALLERY).map(|i| json!(media(i))).collect();
+    big["image_gallery"] = (0..item_limits::GALLERY).map(|i| json!(media(i))).collect();
+    big["video_cover"] = json!(text(item_limits::MEDIA_URL, 1));
+    big["video_gallery"] = (0..item_limits::GALLERY).map(|i| json!(media(i))).collect();
     let seller = &mut big["seller"];
-    seller["id"] = json!(text(limits::SELLER_ID, 0));
-    seller["name"] = json!(text(limits::SELLER_NAME, 0));
-    seller["code"] = json!(text(limits::SELLER_CODE, 0));
-    seller["tin"] = json!(text(limits::SELLER_REGISTRATION, 0));
-    seller["psrn"] = json!(text(limits::SELLER_REGISTRATION, 1));
-    seller["address"] = json!(text(limits::SELLER_ADDRESS, 0));
+    seller["id"] = json!(text(item_limits::SELLER_ID, 0));
+    seller["name"] = json!(text(item_limits::SELLER_NAME, 0));
+    seller["code"] = json!(text(item_limits::SELLER_CODE, 0));
+    seller["tin"] = json!(text(item_limits::SELLER_REGISTRATION, 0));
+    seller["psrn"] = json!(text(item_limits::SELLER_REGISTRATION, 1));
+    seller["address"] = json!(text(item_limits::SELLER_ADDRESS, 0));
     seller["url"] = json!(address("seller"));
-    let country = text(limits::COUNTRY_CODE, 0);
-    big["prices"] = (0..limits::PRICES)
-        .map(|i| json!({ "country_code": country, "region_code": text(limits::REGION_CODE, i), "user_auth_status": "anonymous", "price": 10, "currency": text(limits::CURRENCY, 0), "stock_status": text(limits::STOCK_STATUS, 0) }))
+    let country = text(item_limits::COUNTRY_CODE, 0);
+    big["prices"] = (0..item_limits::PRICES)
+        .map(|i| json!({ "country_code": country, "region_code": text(item_limits::REGION_CODE, i), "user_auth_status": "anonymous", "price": 10, "currency": text(item_limits::CURRENCY, 0), "stock_status": text(item_limits::STOCK_STATUS, 0) }))
         .collect();
-    big["special_price"] = (0..limits::PRICES)
-        .map(|i| json!({ "country_code": country, "region_code": text(limits::REGION_CODE, i), "user_auth_status": "anonymous", "min": 1, "max": 2 }))
+    big["special_price"] = (0..item_limits::PRICES)
+        .map(|i| json!({ "country_code": country, "region_code": text(item_limits::REGION_CODE, i), "user_auth_status": "anonymous", "min": 1, "max": 2 }))
         .collect();
-    big["stats"] = json!({ "s": "x".repeat(limits::STATS - 8) });
+    big["stats"] = json!({ "s": "x".repeat(item_limits::STATS - 8) });
     let session = send(&app, &key, vec![big]).await;
 
     let report = app.jobs().tick().await.expect("the tick completes").merge;
@@ -689,7 +693,7 @@ async fn an_item_with_every_text_and_list_at_its_limit_merges() {
             .count(&app.db)
             .await
             .unwrap(),
-        limits::CATEGORY_LEVELS as u64
+        item_limits::CATEGORY_LEVELS as u64
     );
 }
 
@@ -711,13 +715,13 @@ async fn a_product_keeps_a_bounded_number_of_languages() {
     let session = send(
         &app,
         &key,
-        (0..=limits::TRANSLATIONS).map(in_language).collect(),
+        (0..=item_limits::TRANSLATIONS).map(in_language).collect(),
     )
     .await;
     let report = app.jobs().tick().await.unwrap().merge;
     assert_eq!(
         (report.merged, report.rejected),
-        (limits::TRANSLATIONS as u64, 1)
+        (item_limits::TRANSLATIONS as u64, 1)
     );
     let last = submissions(&app, session).await.pop().unwrap();
     assert_eq!(
@@ -726,8 +730,8 @@ async fn a_product_keeps_a_bounded_number_of_languages() {
             SubmissionStatus::Rejected,
             &*format!(
                 "language {} would be one more than the {} translations a product keeps",
-                language(limits::TRANSLATIONS),
-                limits::TRANSLATIONS
+                language(item_limits::TRANSLATIONS),
+                item_limits::TRANSLATIONS
             )
         )
     );
@@ -740,7 +744,7 @@ async fn a_product_keeps_a_bounded_number_of_languages() {
     // becomes the default, and the old default one more translation.
     let of_two = |language: &str| with(item("2"), &["language"], json!(language));
     let mut first = vec![of_two("en")];
-    first.extend((0..limits::TRANSLATIONS).map(|i| of_two(&language(i))));
+    first.extend((0..item_limits::TRANSLATIONS).map(|i| of_two(&language(i))));
     send(&app, &key, first).await;
     app.jobs().tick().await.unwrap();
     send(&app, &key, vec![of_two("ru")]).await;

@@ -13,7 +13,7 @@
 //!   Russian item arrives for a product whose default is another language, the
 //!   Russian content becomes the default and the old default moves to the
 //!   translations. Items in other languages upsert their translation. A
-//!   product keeps at most `limits::TRANSLATIONS` languages besides its
+//!   product keeps at most `item_limits::TRANSLATIONS` languages besides its
 //!   default one: an item that would add one more is rejected, unless it is
 //!   Russian (the old default then moves to the translations, one more).
 //! - Prices: each price updates the current price of its variant (country,
@@ -46,7 +46,7 @@ use uuid::Uuid;
 
 use super::item::{ScrapedItem, ScrapedPrice};
 use super::price_moves::Lowest;
-use super::{limits, size};
+use super::{item_limits, size};
 use crate::query::movers::PriceMove;
 use crate::text::{self, SearchKeys};
 
@@ -276,7 +276,7 @@ async fn find_or_create_product(
 
 /// Applies the item's language content to an existing product; the reason
 /// when the item is refused: a language the product lacks, once it has
-/// `limits::TRANSLATIONS` translations (every merge reindexes every
+/// `item_limits::TRANSLATIONS` translations (every merge reindexes every
 /// language of its product, so their number is bounded). Russian is never
 /// refused: it becomes the default, moving the old one among the
 /// translations, which may then hold one more.
@@ -321,10 +321,10 @@ async fn merge_content(
             .filter(product_translation::Column::ProductId.eq(product.id))
             .count(db)
             .await?;
-        if translations >= limits::TRANSLATIONS as u64 {
+        if translations >= item_limits::TRANSLATIONS as u64 {
             return Ok(Some(format!(
                 "language {language} would be one more than the {} translations a product keeps",
-                limits::TRANSLATIONS
+                item_limits::TRANSLATIONS
             )));
         }
     }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
-use super::limits;
+use super::item_limits;
 
 /// One product page as the scraper saw it.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -125,7 +125,7 @@ impl ScrapedItem {
     /// string or key, a number outside the domain, or a text or list over
     /// its limit (`limits`).
     pub fn parse(mut payload: Value, now: DateTime<Utc>) -> Result<ScrapedItem, String> {
-        limits::check_values(&mut payload).map_err(|v| v.to_string())?;
+        item_limits::check_values(&mut payload).map_err(|v| v.to_string())?;
         let item =
             ScrapedItem::deserialize(payload).map_err(|e| format!("not a valid item: {e}"))?;
         item.validate(now)?;

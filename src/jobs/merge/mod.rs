@@ -27,7 +27,7 @@ pub mod apply;
 mod fault;
 mod hand_back;
 pub mod item;
-pub mod limits;
+pub mod item_limits;
 mod price_moves;
 pub mod size;
 
