@@ -9,10 +9,10 @@
 use chrono::{DateTime, TimeDelta, Utc};
 use entity::{account, api_key};
 use rand::RngCore;
-use sea_orm::sea_query::Expr;
+use sea_orm::sea_query::{Expr, OnConflict};
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection,
-    EntityTrait, QueryFilter, QueryOrder, QuerySelect, SqlErr, TransactionTrait,
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr,
+    EntityTrait, QueryFilter, QueryOrder, QuerySelect,
 };
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -144,22 +144,26 @@ pub async fn find_or_create_account(
     if let Some(found) = find_account(db, name).await? {
         return Ok((found, false));
     }
-    let inserted = account::ActiveModel {
+    // A name made meanwhile is skipped, not a unique violation: on
+    // PostgreSQL an error would abort the caller's transaction too.
+    let new = account::ActiveModel {
         id: Set(Uuid::new_v4()),
         name: Set(name.to_owned()),
         daily_quota: Set(None),
         created_at: Set(now),
-    }
-    .insert(db)
-    .await;
-    match inserted {
-        Ok(created) => Ok((created, true)),
-        Err(e) if matches!(e.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
-            let found = find_account(db, name).await?;
-            Ok((found.ok_or(e)?, false))
-        }
-        Err(e) => Err(e.into()),
-    }
+    };
+    let skip_taken = OnConflict::column(account::Column::Name)
+        .do_nothing()
+        .to_owned();
+    let inserted = account::Entity::insert(new)
+        .on_conflict(skip_taken)
+        .exec_without_returning(db)
+        .await?;
+    // Accounts are never deleted: it is there, made by this call or another.
+    let found = find_account(db, name)
+        .await?
+        .ok_or_else(|| DbErr::RecordNotFound(format!("account {name}")))?;
+    Ok((found, inserted == 1))
 }
 
 /// Creates a key with every scope and no expiry for the named account
@@ -295,7 +299,7 @@ pub async fn replace_keys(
     account_name: &str,
     now: DateTime<Utc>,
 ) -> Result<(NewKey, u64), Error> {
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let created = create_key(&txn, account_name, now).await?;
     let revoked = api_key::Entity::update_many()
         .col_expr(api_key::Column::RevokedAt, Expr::value(now))

@@ -160,3 +160,24 @@ async fn concurrent_creates_of_one_name_make_one_account() {
         .count();
     assert_eq!(created, 1, "one caller made it, the others found it");
 }
+
+#[tokio::test]
+async fn concurrent_key_replacements_for_a_new_name_all_succeed() {
+    use vitrina::clock::Clock;
+    let app = TestApp::spawn().await;
+    let now = app.clock.now();
+    let replaced = futures_util::future::join_all(
+        (0..8).map(|_| vitrina::accounts::replace_keys(&app.db, "newcomer", now)),
+    )
+    .await;
+    let accounts: Vec<uuid::Uuid> = replaced
+        .into_iter()
+        .map(|r| {
+            r.expect("each replacement finds or makes the account")
+                .0
+                .key
+                .account_id
+        })
+        .collect();
+    assert!(accounts.iter().all(|a| *a == accounts[0]), "one account");
+}
