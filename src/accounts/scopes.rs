@@ -60,7 +60,11 @@ impl Scopes {
             return Scopes::ALL;
         };
         let named = |scope: &Scope| stored.split_ascii_whitespace().any(|n| n == scope.name());
-        Scopes::of(&Scope::ALL.into_iter().filter(named).collect::<Vec<_>>())
+        let bits = Scope::ALL
+            .iter()
+            .filter(|s| named(s))
+            .fold(0, |bits, s| bits | s.bit());
+        Scopes(bits)
     }
 
     pub fn allows(self, scope: Scope) -> bool {
