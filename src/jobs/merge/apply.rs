@@ -432,6 +432,26 @@ fn price_flag(
     (old_price < p.price).then(|| format!("old_price {old_price} is below price {}", p.price))
 }
 
+/// The row of price `p` of product `product_id`, seen `at`, for `$table`:
+/// the history and the current prices hold the same columns.
+macro_rules! price_row {
+    ($table:ident, $product_id:expr, $p:expr, $old_price:expr, $at:expr) => {
+        $table::ActiveModel {
+            id: NotSet,
+            product_id: Set($product_id),
+            country_code: Set($p.country_code.clone()),
+            region_code: Set($p.region_code.clone()),
+            user_auth_status: Set($p.user_auth_status),
+            price: Set($p.price),
+            old_price: Set($old_price),
+            currency: Set($p.currency.clone()),
+            stock_status: Set($p.stock_status.clone()),
+            stock_quantity: Set($p.stock_quantity),
+            recorded_at: Set($at),
+        }
+    };
+}
+
 /// Updates the variant's current price and history; returns a flag reason.
 async fn record_price(
     db: &impl ConnectionTrait,
@@ -458,50 +478,21 @@ async fn record_price(
             && c.stock_quantity == p.stock_quantity
     });
     if !repeats {
-        price_observation::ActiveModel {
-            id: NotSet,
-            product_id: Set(product_id),
-            country_code: Set(p.country_code.clone()),
-            region_code: Set(p.region_code.clone()),
-            user_auth_status: Set(p.user_auth_status),
-            price: Set(p.price),
-            old_price: Set(old_price),
-            currency: Set(p.currency.clone()),
-            stock_status: Set(p.stock_status.clone()),
-            stock_quantity: Set(p.stock_quantity),
-            recorded_at: Set(at),
-        }
-        .insert(db)
-        .await?;
+        price_row!(price_observation, product_id, p, old_price, at)
+            .insert(db)
+            .await?;
     }
     match current {
         Some(c) if c.recorded_at > at => {}
         Some(c) => {
-            let mut row = c.into_active_model();
-            row.price = Set(p.price);
-            row.old_price = Set(old_price);
-            row.currency = Set(p.currency.clone());
-            row.stock_status = Set(p.stock_status.clone());
-            row.stock_quantity = Set(p.stock_quantity);
-            row.recorded_at = Set(at);
+            let mut row = price_row!(current_price, product_id, p, old_price, at);
+            row.id = Set(c.id);
             row.update(db).await?;
         }
         None => {
-            current_price::ActiveModel {
-                id: NotSet,
-                product_id: Set(product_id),
-                country_code: Set(p.country_code.clone()),
-                region_code: Set(p.region_code.clone()),
-                user_auth_status: Set(p.user_auth_status),
-                price: Set(p.price),
-                old_price: Set(old_price),
-                currency: Set(p.currency.clone()),
-                stock_status: Set(p.stock_status.clone()),
-                stock_quantity: Set(p.stock_quantity),
-                recorded_at: Set(at),
-            }
-            .insert(db)
-            .await?;
+            price_row!(current_price, product_id, p, old_price, at)
+                .insert(db)
+                .await?;
         }
     }
     Ok(flag)
