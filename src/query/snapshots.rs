@@ -50,37 +50,40 @@ pub struct BrandEntry {
     pub product_count: i64,
 }
 
-/// The lists' order: product_count desc, then path.
-impl Ord for CategoryEntry {
-    fn cmp(&self, other: &Self) -> Ordering {
-        other
-            .product_count
-            .cmp(&self.product_count)
-            .then_with(|| self.category_path.cmp(&other.category_path))
-    }
+/// An entry with the count it is ordered by first.
+trait Counted: Ord {
+    fn product_count(&self) -> i64;
 }
 
-impl PartialOrd for CategoryEntry {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
+/// Makes `$entry` an entry of a list, ordered as the lists are:
+/// product_count desc, then `$name`.
+macro_rules! listed_entry {
+    ($entry:ty, $name:ident) => {
+        impl Counted for $entry {
+            fn product_count(&self) -> i64 {
+                self.product_count
+            }
+        }
+
+        impl Ord for $entry {
+            fn cmp(&self, other: &Self) -> Ordering {
+                other
+                    .product_count
+                    .cmp(&self.product_count)
+                    .then_with(|| self.$name.cmp(&other.$name))
+            }
+        }
+
+        impl PartialOrd for $entry {
+            fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+                Some(self.cmp(other))
+            }
+        }
+    };
 }
 
-/// The lists' order: product_count desc, then brand.
-impl Ord for BrandEntry {
-    fn cmp(&self, other: &Self) -> Ordering {
-        other
-            .product_count
-            .cmp(&self.product_count)
-            .then_with(|| self.brand.cmp(&other.brand))
-    }
-}
-
-impl PartialOrd for BrandEntry {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
+listed_entry!(CategoryEntry, category_path);
+listed_entry!(BrandEntry, brand);
 
 /// How much of a list one answer takes.
 pub struct Bounds<'a, T> {
@@ -176,23 +179,6 @@ pub async fn brands(
         product_count: row.product_count,
     })
     .await
-}
-
-/// An entry with the count it is ordered by first.
-trait Counted: Ord {
-    fn product_count(&self) -> i64;
-}
-
-impl Counted for CategoryEntry {
-    fn product_count(&self) -> i64 {
-        self.product_count
-    }
-}
-
-impl Counted for BrandEntry {
-    fn product_count(&self) -> i64 {
-        self.product_count
-    }
 }
 
 /// Reads `rows` (ordered by product_count desc) as entries within
