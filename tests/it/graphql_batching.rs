@@ -241,6 +241,38 @@ async fn pages_of_any_size_send_the_same_statements_on_postgres() {
 /// A page reads its products' translations in its own statement (a JSON
 /// column); other lists load them apart. Both give the same translations,
 /// by language, with their JSON and sub-second times intact, and REST the same.
+/// The `node` fields of every product, read by a page's own statement
+/// (`products`) and loaded apart (seller 77's `products`): both lists.
+async fn paged_and_apart(app: &TestApp, key: &str, node: &str) -> (Value, Value) {
+    let paged = format!("{{ products(first: 10) {{ nodes {{ {node} }} }} }}");
+    let apart = format!(
+        "{{ sellers(lookup: {{ marketplace: OZON, sellerId: \"77\" }}) \
+         {{ products(first: 10) {{ nodes {{ {node} }} }} }} }}"
+    );
+    let paged = data(app, key, &paged, json!({})).await;
+    let apart = data(app, key, &apart, json!({})).await;
+    (
+        paged["products"].clone(),
+        apart["sellers"][0]["products"].clone(),
+    )
+}
+
+/// The node of product `id` in a connection's `nodes`.
+fn node_of(list: &Value, id: Uuid) -> Value {
+    let nodes = list["nodes"].as_array().expect("nodes");
+    let node = nodes.iter().find(|n| n["id"] == json!(id));
+    node.expect("the product's node").clone()
+}
+
+/// Each item of the array `items` as the array of its `fields`.
+fn rows(items: &Value, fields: &[&str]) -> Vec<Value> {
+    let items = items.as_array().expect("an array");
+    items
+        .iter()
+        .map(|item| Value::Array(fields.iter().map(|f| item[*f].clone()).collect()))
+        .collect()
+}
+
 #[tokio::test]
 async fn translations_read_with_a_page_equal_those_loaded_apart() {
     use entity::product_translation;
@@ -283,40 +315,14 @@ async fn translations_read_with_a_page_equal_those_loaded_apart() {
     kk.update(&app.db).await.unwrap();
 
     let fields = "language name categoryPath attributes updatedAt";
-    let paged = data(
-        &app,
-        &key,
-        &format!("{{ products(first: 10) {{ nodes {{ id translations {{ {fields} }} }} }} }}"),
-        json!({}),
-    )
-    .await;
-    let apart = data(
-        &app,
-        &key,
-        &format!(
-            "{{ sellers(lookup: {{ marketplace: OZON, sellerId: \"77\" }}) \
-             {{ products(first: 10) {{ nodes {{ id translations {{ {fields} }} }} }} }} }}"
-        ),
-        json!({}),
-    )
-    .await;
-    let of = |list: &Value, id: Uuid| -> Value {
-        list["nodes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|n| n["id"] == json!(id))
-            .unwrap()["translations"]
-            .clone()
-    };
+    let node = format!("id translations {{ {fields} }}");
+    let (paged, apart) = paged_and_apart(&app, &key, &node).await;
+    let of = |list: &Value, id: Uuid| node_of(list, id)["translations"].clone();
     for id in [none.id, both.id] {
-        assert_eq!(
-            of(&paged["products"], id),
-            of(&apart["sellers"][0]["products"], id)
-        );
+        assert_eq!(of(&paged, id), of(&apart, id));
     }
-    assert_eq!(of(&paged["products"], none.id), json!([]));
-    let two = of(&paged["products"], both.id);
+    assert_eq!(of(&paged, none.id), json!([]));
+    let two = of(&paged, both.id);
     assert_eq!(
         two,
         json!([
@@ -333,35 +339,28 @@ async fn translations_read_with_a_page_equal_those_loaded_apart() {
     let rest = app
         .json_as(&key, &format!("/v1/products/{}", both.id))
         .await;
-    let rest: Vec<Value> = rest["data"]["translations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| {
-            json!([
-                t["language"],
-                t["name"],
-                t["category_path"],
-                t["attributes"],
-                t["updated_at"]
-            ])
-        })
-        .collect();
-    let graphql: Vec<Value> = two
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| {
-            json!([
-                t["language"],
-                t["name"],
-                t["categoryPath"],
-                t["attributes"],
-                t["updatedAt"]
-            ])
-        })
-        .collect();
-    assert_eq!(rest, graphql);
+    assert_eq!(
+        rows(
+            &rest["data"]["translations"],
+            &[
+                "language",
+                "name",
+                "category_path",
+                "attributes",
+                "updated_at"
+            ]
+        ),
+        rows(
+            &two,
+            &[
+                "language",
+                "name",
+                "categoryPath",
+                "attributes",
+                "updatedAt"
+            ]
+        )
+    );
 }
 
 /// A page reads its products' current prices, special prices and latest
@@ -415,23 +414,7 @@ async fn prices_read_with_a_page_equal_those_loaded_apart() {
         )
     };
     let node = format!("id {prices} {}", history(3));
-    let paged = data(
-        &app,
-        &key,
-        &format!("{{ products(first: 10) {{ nodes {{ {node} }} }} }}"),
-        json!({}),
-    )
-    .await;
-    let apart = data(
-        &app,
-        &key,
-        &format!(
-            "{{ sellers(lookup: {{ marketplace: OZON, sellerId: \"77\" }}) \
-             {{ products(first: 10) {{ nodes {{ {node} }} }} }} }}"
-        ),
-        json!({}),
-    )
-    .await;
+    let (paged, apart) = paged_and_apart(&app, &key, &node).await;
     let two_sizes = data(
         &app,
         &key,
@@ -443,40 +426,25 @@ async fn prices_read_with_a_page_equal_those_loaded_apart() {
     )
     .await;
     let of = |list: &Value, id: Uuid| -> Value {
-        let node = list["nodes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|n| n["id"] == json!(id))
-            .unwrap()
-            .clone();
+        let node = node_of(list, id);
         json!([node["prices"], node["specialPrices"], node["priceHistory"]])
     };
     for id in [bare.id, priced.id] {
-        let expected = of(&paged["products"], id);
-        assert_eq!(of(&apart["sellers"][0]["products"], id), expected);
+        let expected = of(&paged, id);
+        assert_eq!(of(&apart, id), expected);
         assert_eq!(of(&two_sizes["products"], id), expected);
     }
 
-    let bare = of(&paged["products"], bare.id);
+    let bare = of(&paged, bare.id);
     assert_eq!(
         bare,
         json!([[], [], { "pageInfo": { "hasNextPage": false }, "edges": [] }])
     );
-    let shown = of(&paged["products"], priced.id);
-    let variants: Vec<Value> = shown[0]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| {
-            json!([
-                p["countryCode"],
-                p["regionCode"],
-                p["price"],
-                p["recordedAt"]
-            ])
-        })
-        .collect();
+    let shown = of(&paged, priced.id);
+    let variants = rows(
+        &shown[0],
+        &["countryCode", "regionCode", "price", "recordedAt"],
+    );
     let time = at.to_rfc3339_opts(SecondsFormat::AutoSi, true);
     assert_eq!(
         variants,
@@ -494,32 +462,17 @@ async fn prices_read_with_a_page_equal_those_loaded_apart() {
     assert_eq!(latest, [json!(91.0), json!(90.0), json!(92.0)]);
     assert_eq!(shown[2]["pageInfo"]["hasNextPage"], true);
     assert_eq!(nodes(&shown[2])[0]["recordedAt"], json!(time));
-    let more = two_sizes["products"]["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|n| n["id"] == json!(priced.id))
-        .unwrap()["more"]
-        .clone();
+    let more = node_of(&two_sizes["products"], priced.id)["more"].clone();
     assert_eq!(nodes(&more).len(), 7);
     assert_eq!(more["pageInfo"]["hasNextPage"], false);
 
     let rest = app
         .json_as(&key, &format!("/v1/products/{}", priced.id))
         .await;
-    let rest_variants: Vec<Value> = rest["data"]["prices"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| {
-            json!([
-                p["country_code"],
-                p["region_code"],
-                p["price"],
-                p["recorded_at"]
-            ])
-        })
-        .collect();
+    let rest_variants = rows(
+        &rest["data"]["prices"],
+        &["country_code", "region_code", "price", "recorded_at"],
+    );
     assert_eq!(rest_variants, variants);
 }
 
