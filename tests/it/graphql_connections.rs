@@ -12,65 +12,64 @@ use crate::fixtures::{
 use crate::helpers::graphql::{data, demo_app, error_code, nodes};
 use crate::helpers::{TestApp, iso, test_start};
 
-/// Nodes of the connection at `at` (a JSON pointer into `data`), walked
-/// forwards with `first: page` until `hasNextPage` is false.
-async fn walk_forwards(
-    app: &TestApp,
-    key: &str,
-    query: &str,
-    variables: Value,
-    at: &str,
-    page: i64,
-) -> Vec<Value> {
-    let mut out = Vec::new();
-    let mut after = Value::Null;
-    for _ in 0..200 {
-        let mut v = variables.clone();
-        v["first"] = json!(page);
-        v["after"] = after;
-        let d = data(app, key, query, v).await;
-        let connection = d.pointer(at).expect("connection");
-        let got = nodes(connection);
-        assert!(got.len() as i64 <= page, "a page holds at most `first`");
-        out.extend(got);
-        let info = &connection["pageInfo"];
-        if info["hasNextPage"] == false {
-            return out;
-        }
-        after = info["endCursor"].clone();
-        assert!(after.is_string(), "a next page has a cursor: {info}");
-    }
-    panic!("the forward walk did not end");
+/// A way through a connection: its page-size and cursor arguments, the
+/// `pageInfo` fields that say whether and where it goes on.
+#[derive(Debug, Clone, Copy)]
+enum Walk {
+    /// `first: page`, `after` the `endCursor`, while `hasNextPage`.
+    Forwards,
+    /// `last: page`, `before` the `startCursor`, while `hasPreviousPage`.
+    Backwards,
 }
 
-/// The same, walked backwards from the end with `last: page` and `before`.
-async fn walk_backwards(
+impl Walk {
+    /// The page size and cursor arguments, the `pageInfo` flag and cursor.
+    fn names(self) -> [&'static str; 4] {
+        match self {
+            Walk::Forwards => ["first", "after", "hasNextPage", "endCursor"],
+            Walk::Backwards => ["last", "before", "hasPreviousPage", "startCursor"],
+        }
+    }
+}
+
+/// Nodes of the connection at `at` (a JSON pointer into `data`), walked
+/// `way` with pages of `page` until the last page, in the list's order.
+async fn walk(
     app: &TestApp,
     key: &str,
     query: &str,
     variables: Value,
     at: &str,
-    page: i64,
+    (way, page): (Walk, i64),
 ) -> Vec<Value> {
+    let [size, cursor_arg, goes_on, cursor] = way.names();
     let mut out: Vec<Value> = Vec::new();
-    let mut before = Value::Null;
+    let mut from = Value::Null;
     for _ in 0..200 {
         let mut v = variables.clone();
-        v["last"] = json!(page);
-        v["before"] = before;
+        v[size] = json!(page);
+        v[cursor_arg] = from;
         let d = data(app, key, query, v).await;
         let connection = d.pointer(at).expect("connection");
         let got = nodes(connection);
-        assert!(got.len() as i64 <= page, "a page holds at most `last`");
-        out.splice(0..0, got);
+        assert!(got.len() as i64 <= page, "a page holds at most `{size}`");
+        match way {
+            Walk::Forwards => out.extend(got),
+            Walk::Backwards => {
+                out.splice(0..0, got);
+            }
+        }
         let info = &connection["pageInfo"];
-        if info["hasPreviousPage"] == false {
+        if info[goes_on] == false {
             return out;
         }
-        before = info["startCursor"].clone();
-        assert!(before.is_string(), "a previous page has a cursor: {info}");
+        from = info[cursor].clone();
+        assert!(
+            from.is_string(),
+            "a page after this one has a cursor: {info}"
+        );
     }
-    panic!("the backward walk did not end");
+    panic!("the {way:?} walk did not end");
 }
 
 /// Both walks, at several page sizes, give exactly `expected`.
@@ -83,10 +82,10 @@ async fn assert_walks(
     expected: &[Value],
 ) {
     for page in [1, 2, 3, 100] {
-        let forwards = walk_forwards(app, key, query, variables.clone(), at, page).await;
-        assert_eq!(forwards, expected, "forwards, pages of {page}");
-        let backwards = walk_backwards(app, key, query, variables.clone(), at, page).await;
-        assert_eq!(backwards, expected, "backwards, pages of {page}");
+        for way in [Walk::Forwards, Walk::Backwards] {
+            let walked = walk(app, key, query, variables.clone(), at, (way, page)).await;
+            assert_eq!(walked, expected, "{way:?}, pages of {page}");
+        }
     }
 }
 

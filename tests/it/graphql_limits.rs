@@ -364,8 +364,8 @@ async fn data_depth_is_limited_whatever_introspection_sits_beside_it() {
     .await;
 }
 
-#[tokio::test]
-async fn a_request_past_its_deadline_is_answered_timeout_and_its_work_dropped() {
+/// An app whose GraphQL deadline is 300 ms, and a key.
+async fn with_deadline_of_300_ms() -> (TestApp, String) {
     let app = TestApp::spawn_with_settings(Settings {
         graphql: GraphqlConfig {
             deadline_ms: 300,
@@ -375,6 +375,12 @@ async fn a_request_past_its_deadline_is_answered_timeout_and_its_work_dropped() 
     })
     .await;
     let key = app.key("acme").await;
+    (app, key)
+}
+
+#[tokio::test]
+async fn a_request_past_its_deadline_is_answered_timeout_and_its_work_dropped() {
+    let (app, key) = with_deadline_of_300_ms().await;
     // Every connection of the pool held: the request waits on the database.
     let held = hold_the_pool(&app).await;
     let started = Instant::now();
@@ -414,15 +420,7 @@ pub async fn hold_the_pool(app: &TestApp) -> Vec<sea_orm::DatabaseTransaction> {
 
 #[tokio::test]
 async fn a_query_over_the_websocket_has_the_same_deadline() {
-    let app = TestApp::spawn_with_settings(Settings {
-        graphql: GraphqlConfig {
-            deadline_ms: 300,
-            ..GraphqlConfig::default()
-        },
-        ..Settings::default()
-    })
-    .await;
-    let key = app.key("acme").await;
+    let (app, key) = with_deadline_of_300_ms().await;
     let mut socket = ws::connect(&app, &key).await;
     assert_eq!(
         ws::next(&mut socket).await.unwrap()["type"],

@@ -79,6 +79,19 @@ impl Hooks {
         Self::start_with(dev_config()).await
     }
 
+    /// The harness whose subscriptions are disabled after `failures`
+    /// failed deliveries in a row.
+    async fn disabling_after(failures: u32) -> Hooks {
+        Self::start_with(WebhookConfig {
+            sending: vitrina::config::WebhookSending {
+                webhook_disable_after: failures,
+                ..dev_config().sending
+            },
+            ..dev_config()
+        })
+        .await
+    }
+
     async fn start_with(config: WebhookConfig) -> Hooks {
         Self::start_with_settings(Settings {
             webhooks: config,

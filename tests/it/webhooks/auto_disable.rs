@@ -6,10 +6,9 @@ use std::time::Duration;
 use chrono::TimeDelta;
 use entity::{DeliveryStatus, SubscriptionStatus, webhook_attempt, webhook_delivery};
 use sea_orm::{ActiveModelTrait, ActiveValue::Set, EntityTrait, IntoActiveModel};
-use vitrina::config::WebhookConfig;
 use vitrina::webhooks::{DeliveryReport, deliver_due};
 
-use super::{Hooks, SCHEDULE, dev_config};
+use super::{Hooks, SCHEDULE};
 use crate::helpers::receiver::Reply;
 
 impl Hooks {
@@ -41,20 +40,9 @@ impl Hooks {
     }
 }
 
-/// Settings with auto-disable after 15 failures.
-fn disable_after_15() -> WebhookConfig {
-    WebhookConfig {
-        sending: vitrina::config::WebhookSending {
-            webhook_disable_after: 15,
-            ..dev_config().sending
-        },
-        ..dev_config()
-    }
-}
-
 #[tokio::test]
 async fn deliveries_due_together_make_exactly_the_threshold_of_attempts_to_a_failing_target() {
-    let mut h = Hooks::start_with(disable_after_15()).await;
+    let mut h = Hooks::disabling_after(15).await;
     let (id, _) = h.subscribe().await;
     h.backlog(40).await;
     h.receiver
@@ -78,7 +66,7 @@ async fn deliveries_due_together_make_exactly_the_threshold_of_attempts_to_a_fai
 
 #[tokio::test]
 async fn concurrent_workers_make_exactly_the_threshold_of_attempts_to_a_failing_target() {
-    let mut h = Hooks::start_with(disable_after_15()).await;
+    let mut h = Hooks::disabling_after(15).await;
     let (id, _) = h.subscribe().await;
     // More than three batches, so every worker claims some; slow answers, so
     // the workers' attempts overlap.
@@ -106,14 +94,7 @@ async fn concurrent_workers_make_exactly_the_threshold_of_attempts_to_a_failing_
 
 #[tokio::test]
 async fn deliveries_due_together_beyond_the_threshold_all_reach_a_healthy_target_in_one_run() {
-    let mut h = Hooks::start_with(WebhookConfig {
-        sending: vitrina::config::WebhookSending {
-            webhook_disable_after: 3,
-            ..dev_config().sending
-        },
-        ..dev_config()
-    })
-    .await;
+    let mut h = Hooks::disabling_after(3).await;
     let (id, _) = h.subscribe().await;
     h.backlog(40).await;
     // A failure in the first wave: the rest of the allowance still goes out.
@@ -132,14 +113,7 @@ async fn deliveries_due_together_beyond_the_threshold_all_reach_a_healthy_target
 
 #[tokio::test]
 async fn an_attempt_left_unrecorded_by_a_stopped_worker_counts_as_one_failure_after_its_lease() {
-    let mut h = Hooks::start_with(WebhookConfig {
-        sending: vitrina::config::WebhookSending {
-            webhook_disable_after: 2,
-            ..dev_config().sending
-        },
-        ..dev_config()
-    })
-    .await;
+    let mut h = Hooks::disabling_after(2).await;
     let (id, _) = h.subscribe().await;
     h.complete_session().await;
     // A worker reserved the attempt, may have sent it, and stopped.
@@ -187,7 +161,7 @@ async fn an_attempt_left_unrecorded_by_a_stopped_worker_counts_as_one_failure_af
 
 #[tokio::test]
 async fn a_run_of_failures_already_past_a_lowered_threshold_disables_without_an_attempt() {
-    let mut h = Hooks::start_with(disable_after_15()).await;
+    let mut h = Hooks::disabling_after(15).await;
     let (id, _) = h.subscribe().await;
     // 20 failures in a row counted under an older, higher setting.
     let mut row = h.subscription(id).await.into_active_model();
@@ -206,14 +180,7 @@ async fn a_run_of_failures_already_past_a_lowered_threshold_disables_without_an_
 
 #[tokio::test]
 async fn attempts_in_flight_elsewhere_defer_deliveries_beyond_the_threshold() {
-    let mut h = Hooks::start_with(WebhookConfig {
-        sending: vitrina::config::WebhookSending {
-            webhook_disable_after: 2,
-            ..dev_config().sending
-        },
-        ..dev_config()
-    })
-    .await;
+    let mut h = Hooks::disabling_after(2).await;
     let (id, _) = h.subscribe().await;
     h.backlog(3).await;
     // Another worker holds two attempts of the subscription right now.

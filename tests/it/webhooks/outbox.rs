@@ -8,23 +8,15 @@ use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, IntoActiveModel, QueryFilter,
 };
 use serde_json::{Value, json};
-use vitrina::config::WebhookConfig;
 use vitrina::webhooks::{deliver_due, enqueue_session_completed};
 
-use super::{Hooks, SCHEDULE, STATS, WEBHOOKS, dev_config, disable};
+use super::{Hooks, SCHEDULE, STATS, WEBHOOKS, disable};
 use crate::fixtures::insert_session;
 use crate::helpers::receiver::Reply;
 
 #[tokio::test]
 async fn consecutive_failures_disable_the_subscription() {
-    let mut h = Hooks::start_with(WebhookConfig {
-        sending: vitrina::config::WebhookSending {
-            webhook_disable_after: 3,
-            ..dev_config().sending
-        },
-        ..dev_config()
-    })
-    .await;
+    let mut h = Hooks::disabling_after(3).await;
     let (id, _) = h.subscribe().await;
     h.complete_session().await;
     h.receiver
