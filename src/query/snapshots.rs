@@ -113,24 +113,31 @@ impl<T> Default for Listed<T> {
     }
 }
 
+/// The day of the latest snapshot of table `E` in `scope`, if any.
+async fn latest_day<E: EntityTrait>(
+    db: &impl ConnectionTrait,
+    date: E::Column,
+    scope: Expr,
+) -> Result<Option<chrono::NaiveDate>, DbErr> {
+    let latest: Option<Option<chrono::NaiveDate>> = E::find()
+        .select_only()
+        .column_as(Expr::col(date).max(), "latest")
+        .filter(scope)
+        .into_tuple()
+        .one(db)
+        .await?;
+    Ok(latest.flatten())
+}
+
 /// Categories of one marketplace from its latest snapshot.
 pub async fn categories(
     db: &(impl ConnectionTrait + StreamTrait),
     marketplace: Marketplace,
     bounds: &Bounds<'_, CategoryEntry>,
 ) -> Result<Listed<CategoryEntry>, DbErr> {
-    let latest: Option<chrono::NaiveDate> = category_snapshot::Entity::find()
-        .select_only()
-        .column_as(
-            Expr::col(category_snapshot::Column::SnapshotDate).max(),
-            "latest",
-        )
-        .filter(category_snapshot::Column::Marketplace.eq(marketplace))
-        .into_tuple()
-        .one(db)
-        .await?
-        .flatten();
-    let Some(day) = latest else {
+    let scope = category_snapshot::Column::Marketplace.eq(marketplace);
+    let date = category_snapshot::Column::SnapshotDate;
+    let Some(day) = latest_day::<category_snapshot::Entity>(db, date, scope).await? else {
         return Ok(Listed::default());
     };
     let rows = category_snapshot::Entity::find()
@@ -155,18 +162,8 @@ pub async fn brands(
         Some(m) => brand_snapshot::Column::Marketplace.eq(m),
         None => brand_snapshot::Column::Marketplace.is_null(),
     };
-    let latest: Option<chrono::NaiveDate> = brand_snapshot::Entity::find()
-        .select_only()
-        .column_as(
-            Expr::col(brand_snapshot::Column::SnapshotDate).max(),
-            "latest",
-        )
-        .filter(scope.clone())
-        .into_tuple()
-        .one(db)
-        .await?
-        .flatten();
-    let Some(day) = latest else {
+    let date = brand_snapshot::Column::SnapshotDate;
+    let Some(day) = latest_day::<brand_snapshot::Entity>(db, date, scope.clone()).await? else {
         return Ok(Listed::default());
     };
     let rows = brand_snapshot::Entity::find()

@@ -11,7 +11,7 @@ use uuid::Uuid;
 use super::context;
 use super::inline::Inline;
 use super::node::GlobalId;
-use super::page::Page;
+use super::page::{Loads, Page};
 use super::reads::Reads;
 use super::relay_connection::{self, Args, Conn};
 use super::seller::Seller;
@@ -382,23 +382,11 @@ impl Product {
     }
     /// Current price observations, one per country, region and auth status.
     async fn prices(&self, ctx: &Context<'_>) -> Result<Vec<Inline<PriceObservation>>> {
-        let rows = self.1.prices(Reads::of(ctx), self.0.id).await;
-        Ok(rows
-            .map_err(gql)?
-            .unwrap_or_default()
-            .into_iter()
-            .map(|row| Inline(row.into()))
-            .collect())
+        inlined(self.1.prices(Reads::of(ctx), self.0.id).await)
     }
     /// Special (promotional) price ranges per country, region and auth status.
     async fn special_prices(&self, ctx: &Context<'_>) -> Result<Vec<Inline<SpecialPrice>>> {
-        let rows = self.1.special_prices(Reads::of(ctx), self.0.id).await;
-        Ok(rows
-            .map_err(gql)?
-            .unwrap_or_default()
-            .into_iter()
-            .map(|row| Inline(row.into()))
-            .collect())
+        inlined(self.1.special_prices(Reads::of(ctx), self.0.id).await)
     }
     /// Statistics, when known.
     async fn stats(&self) -> Option<Json<serde_json::Value>> {
@@ -414,13 +402,7 @@ impl Product {
     }
     /// Known-language translations.
     async fn translations(&self, ctx: &Context<'_>) -> Result<Vec<Inline<Translation>>> {
-        let rows = self.1.translations(Reads::of(ctx), self.0.id).await;
-        Ok(rows
-            .map_err(gql)?
-            .unwrap_or_default()
-            .into_iter()
-            .map(|row| Inline(row.into()))
-            .collect())
+        inlined(self.1.translations(Reads::of(ctx), self.0.id).await)
     }
     /// When the product was first seen.
     async fn first_seen_at(&self) -> Timestamp {
@@ -484,4 +466,10 @@ impl Product {
         )
         .await
     }
+}
+
+/// A product's child rows, as loaded for its page, as GraphQL objects.
+fn inlined<M, V: From<M>>(rows: Loads<Vec<M>>) -> Result<Vec<Inline<V>>> {
+    let rows = rows.map_err(gql)?.unwrap_or_default();
+    Ok(rows.into_iter().map(|row| Inline(row.into())).collect())
 }
