@@ -9,7 +9,7 @@ use entity::Marketplace;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::params::{Params, names, one_of};
+use super::params::{Params, marketplace};
 use crate::http::error::ErrorBody;
 use crate::http::sized::{self, Within};
 use crate::http::{ApiError, conditional};
@@ -56,14 +56,6 @@ fn list_bounds<'a, T>(
         budget,
         size_of,
     }
-}
-
-fn marketplace(value: Option<String>) -> Result<Option<Marketplace>, ApiError> {
-    one_of(
-        "marketplace",
-        value,
-        &names(Marketplace::ALL, Marketplace::as_str),
-    )
 }
 
 /// Categories of one marketplace (required: taxonomies differ per marketplace),

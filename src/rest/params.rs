@@ -16,6 +16,7 @@ use std::fmt;
 use axum::extract::{FromRequestParts, Path};
 use axum::http::request::Parts;
 use chrono::{DateTime, Utc};
+use entity::Marketplace;
 use serde::de::{self, DeserializeOwned, DeserializeSeed, IntoDeserializer, MapAccess, Visitor};
 use serde::forward_to_deserialize_any;
 
@@ -102,6 +103,15 @@ impl<S: Send + Sync> FromRequestParts<S> for PathIds {
 /// A path id that must be a UUID.
 pub fn uuid(value: &str) -> Result<uuid::Uuid, ApiError> {
     uuid::Uuid::parse_str(value).map_err(|_| ApiError::InvalidParameter("id must be a UUID".into()))
+}
+
+/// The `marketplace` parameter, one of the marketplaces' names.
+pub fn marketplace(value: Option<String>) -> Result<Option<Marketplace>, ApiError> {
+    one_of(
+        "marketplace",
+        value,
+        &names(Marketplace::ALL, Marketplace::as_str),
+    )
 }
 
 /// Wire names of an enum, for error messages.

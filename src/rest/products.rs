@@ -5,7 +5,7 @@ use entity::{Marketplace, TrustStatus, UserAuthStatus};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::params::{self, Params, PathId, names, one_of};
+use super::params::{self, Params, PathId, marketplace, names, one_of};
 use crate::config::ListConfig;
 use crate::http::ApiError;
 use crate::http::error::ErrorBody;
@@ -80,11 +80,7 @@ pub async fn list(
     Params(q): Params<ProductsQuery>,
 ) -> Result<Within<ProductPage>, ApiError> {
     let filter = ProductFilter {
-        marketplace: one_of(
-            "marketplace",
-            q.marketplace,
-            &names(Marketplace::ALL, Marketplace::as_str),
-        )?,
+        marketplace: marketplace(q.marketplace)?,
         seller_id: q.seller_id,
         seller_code: q.seller_code,
         seller_code_contains: q.seller_code_contains,

@@ -8,7 +8,7 @@ use entity::Marketplace;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::params::{Params, names, one_of};
+use super::params::{Params, marketplace};
 use crate::http::ApiError;
 use crate::http::error::ErrorBody;
 use crate::http::sized::{self, Within};
@@ -53,11 +53,7 @@ pub async fn find(
         tin: q.tin,
         psrn: q.psrn,
         url: q.url,
-        marketplace: one_of(
-            "marketplace",
-            q.marketplace,
-            &names(Marketplace::ALL, Marketplace::as_str),
-        )?,
+        marketplace: marketplace(q.marketplace)?,
         seller_id: q.seller_id,
     };
     let most = state.settings.lists.max_sellers_per_lookup;
