@@ -8,7 +8,9 @@ use uuid::Uuid;
 use vitrina::config::{GraphqlConfig, Settings};
 
 use crate::fixtures::{self, insert_product, insert_seller, product};
-use crate::helpers::graphql::{GRAPHQL_RESPONSE, data, demo_app, nodes, only_error_code};
+use crate::helpers::graphql::{
+    GRAPHQL_RESPONSE, data, demo_app, nodes, only_error_code, post_body,
+};
 use crate::helpers::{TestApp, encoded};
 
 async fn post_accepting(
@@ -379,42 +381,19 @@ async fn batching_is_refused_unless_enabled() {
     ]);
     let app = TestApp::spawn().await;
     let key = app.key("acme").await;
-    let refused = app
-        .client
-        .post(app.url("/graphql"))
-        .bearer_auth(&key)
-        .json(&batch)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(refused.status(), 400);
-    let body: Value = refused.json().await.unwrap();
+    let (status, body) = post_body(&app, Some(&key), &batch).await;
+    assert_eq!(status, 400);
     let message = body["errors"][0]["message"].as_str().unwrap();
     assert!(message.contains("Batch"), "{message}");
     // Without a key, the key is what is refused.
-    let keyless = app
-        .client
-        .post(app.url("/graphql"))
-        .json(&batch)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(keyless.status(), 401);
-    let body: Value = keyless.json().await.unwrap();
+    let (status, body) = post_body(&app, None, &batch).await;
+    assert_eq!(status, 401);
     assert_eq!(only_error_code(&body), "UNAUTHORIZED");
 
     let app = batching_app().await;
     let key = app.key("acme").await;
-    let accepted = app
-        .client
-        .post(app.url("/graphql"))
-        .bearer_auth(&key)
-        .json(&batch)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(accepted.status(), 200);
-    let body: Value = accepted.json().await.unwrap();
+    let (status, body) = post_body(&app, Some(&key), &batch).await;
+    assert_eq!(status, 200);
     let answers = body.as_array().expect("one answer per operation");
     assert_eq!(answers.len(), 2);
     assert_eq!(answers[0]["data"], json!({ "brands": [] }));

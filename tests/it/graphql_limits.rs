@@ -19,7 +19,7 @@ use vitrina::limits::Limits;
 use crate::fixtures::{self, insert_product, insert_seller, product};
 use crate::helpers::TestApp;
 use crate::helpers::graphql::{
-    GRAPHQL_RESPONSE, data, nodes, only_error_code, post, statements_for,
+    GRAPHQL_RESPONSE, data, nodes, only_error_code, post, post_body, statements_for,
 };
 use crate::helpers::uploads::{item, send};
 use crate::ws;
@@ -149,15 +149,8 @@ async fn every_operation_of_a_document_is_measured_whichever_is_asked_for() {
     for i in 0..20 {
         query.push_str(&format!("query Q{i} {{ ...F }}\n"));
     }
-    let response = app
-        .client
-        .post(app.url("/graphql"))
-        .bearer_auth(&key)
-        .json(&json!({ "query": query, "operationName": "Q0" }))
-        .send()
-        .await
-        .unwrap();
-    let body: Value = response.json().await.unwrap();
+    let request = json!({ "query": query, "operationName": "Q0" });
+    let (_, body) = post_body(&app, Some(&key), &request).await;
     let (code, message) = refusal(&body);
     assert_eq!(code, "QUERY_TOO_COMPLEX");
     assert!(message.contains("asks for 3000 fields"), "{message}");

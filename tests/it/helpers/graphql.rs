@@ -12,10 +12,14 @@ pub const GRAPHQL_RESPONSE: &str = "application/graphql-response+json";
 /// POSTs `query` with `variables` (as `key`, or without `Authorization` when
 /// `None`); returns the HTTP status and the JSON body.
 pub async fn post(app: &TestApp, key: Option<&str>, query: &str, variables: Value) -> (u16, Value) {
-    let mut request = app
-        .client
-        .post(app.url("/graphql"))
-        .json(&json!({ "query": query, "variables": variables }));
+    let body = json!({ "query": query, "variables": variables });
+    post_body(app, key, &body).await
+}
+
+/// POSTs `body` (a request, a batch, or anything) to `/graphql` as [`post`]
+/// does; returns the HTTP status and the JSON body.
+pub async fn post_body(app: &TestApp, key: Option<&str>, body: &Value) -> (u16, Value) {
+    let mut request = app.client.post(app.url("/graphql")).json(body);
     if let Some(key) = key {
         request = request.bearer_auth(key);
     }
