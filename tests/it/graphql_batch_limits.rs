@@ -1,7 +1,7 @@
 //! Batched GraphQL requests (when batching is on) are held to the limits of
 //! the requests they hold: at most `VITRINA_GRAPHQL_MAX_BATCH` operations,
 //! each counted against the per-minute rate limit (all or none), and the
-//! whole batch priced against the complexity limit. A batch refused for
+//! whole batch costed against the complexity limit. A batch refused for
 //! any of them runs nothing.
 
 use redis::IntoConnectionInfo;
@@ -139,7 +139,7 @@ async fn each_operation_of_a_batch_counts_against_the_rate_limit_all_or_none() {
 }
 
 #[tokio::test]
-async fn a_batch_is_priced_as_a_whole_against_the_complexity_limit() {
+async fn a_batch_is_costed_as_a_whole_against_the_complexity_limit() {
     let (app, key) = app(600).await;
     // Each alone is within the limit, and so are two together.
     let (status, _, body) = send(&app, &key, &batch(WORST, 2)).await;

@@ -401,7 +401,7 @@ async fn batching_is_refused_unless_enabled() {
 }
 
 #[tokio::test]
-async fn each_operation_of_a_batch_is_priced_and_answered_on_its_own() {
+async fn each_operation_of_a_batch_is_costed_and_answered_on_its_own() {
     let app = batching_app().await;
     let key = app.key("acme").await;
     let batch = json!([

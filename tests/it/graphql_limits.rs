@@ -721,7 +721,7 @@ async fn each_query_reports_its_complexity_and_depth() {
 }
 
 #[tokio::test]
-async fn one_query_text_sent_again_is_priced_for_its_own_operation_and_variables() {
+async fn one_query_text_sent_again_is_costed_for_its_own_operation_and_variables() {
     let app = TestApp::spawn_with_settings(Settings {
         graphql: GraphqlConfig {
             max_complexity: 50,
@@ -731,8 +731,8 @@ async fn one_query_text_sent_again_is_priced_for_its_own_operation_and_variables
     })
     .await;
     let key = app.key("acme").await;
-    // The server keeps the cost of requests it priced: a page size, an
-    // operation or a value that no longer fits its type must be priced anew.
+    // The server keeps the cost of requests it costed: a page size, an
+    // operation or a value that no longer fits its type must be costed anew.
     let send = |query: &'static str, operation: &'static str, variables: Value| {
         let body = json!({ "query": query, "operationName": operation, "variables": variables });
         let (app, key) = (&app, &key);

@@ -1,4 +1,4 @@
-//! Hostile costs: counts, substring and price filters are priced by the rows they
+//! Hostile costs: counts, substring and price filters are costed by the rows they
 //! may read before anything runs, and one request (one account) never holds
 //! more than its share of the connection pool. So the worst document a key
 //! can still get accepted, sent in a loop, leaves another key's requests
@@ -103,7 +103,7 @@ async fn a_hundred_aliased_counts_are_refused_before_they_run_naming_the_limit_a
 }
 
 #[tokio::test]
-async fn a_count_is_priced_once_per_list_whatever_its_page_size_and_its_scans_on_top() {
+async fn a_count_is_costed_once_per_list_whatever_its_page_size_and_its_scans_on_top() {
     let (app, key) = demo_app(50).await;
     let count = "query($n: Int) { products(first: $n) { totalCount } }";
     for n in [0, 1, 100, 500] {
