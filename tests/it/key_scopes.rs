@@ -13,7 +13,7 @@ use vitrina::accounts::{self, KeyTerms, Scope, Scopes};
 use vitrina::clock::Clock;
 
 use crate::helpers::graphql::post;
-use crate::helpers::{TestApp, TestDb, header, migrate_down_through};
+use crate::helpers::{TestApp, TestDb, header, migrate_down_through, test_limits};
 use crate::ws;
 
 /// A key of `account` on `terms`; its secret.
@@ -314,4 +314,30 @@ async fn a_key_needs_a_scope_and_a_future_expiry() {
         let refused = accounts::create_key_with(&app.db, "acme", terms, now).await;
         assert!(refused.is_err(), "{terms:?}");
     }
+}
+
+/// The worst a key outside its scope can do: loop. Each refusal is a
+/// request of its account, so the account's limit ends the loop, and its
+/// own in-scope requests meet the same limit.
+#[tokio::test]
+async fn requests_outside_a_keys_scope_use_up_its_accounts_rate_limit() {
+    let app = TestApp::spawn_with(vitrina::config::Limits {
+        rate_per_minute: 3,
+        ..test_limits()
+    })
+    .await;
+    let uploader = key_with(&app, &[Scope::Upload]).await;
+    let reader = key_with(&app, &[Scope::Read]).await;
+    for remaining in ["2", "1", "0"] {
+        let refused = app.get_as(&uploader, "/v1/brands").await;
+        assert_eq!(refused.status(), 403);
+        assert_eq!(header(&refused, "x-ratelimit-remaining"), Some(remaining));
+    }
+    let over = app.get_as(&uploader, "/v1/brands").await;
+    assert_eq!(over.status(), 429);
+    assert!(header(&over, "retry-after").is_some());
+    // The same account, with the scope: no more this minute.
+    assert_eq!(app.get_as(&reader, "/v1/brands").await.status(), 429);
+    app.clock.advance(TimeDelta::minutes(1));
+    assert_eq!(app.get_as(&reader, "/v1/brands").await.status(), 200);
 }
