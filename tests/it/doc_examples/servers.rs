@@ -16,7 +16,7 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-use super::shell::{DOCUMENTED_SERVER, path_with_vitrina};
+use super::shell::{path_with_vitrina, served_at};
 use super::{Block, Check, blocks_checked_by};
 
 /// The time a server has to say where it listens (a demo seeds first).
@@ -186,15 +186,7 @@ async fn check_server_example(block: &Block) {
     }
     let address = started.base.trim_start_matches("http://").to_owned();
     for command in &commands[server + 1..] {
-        let mut command = command.clone();
-        for documented in DOCUMENTED_SERVER {
-            let scheme = if documented.starts_with("http") {
-                "http://"
-            } else {
-                ""
-            };
-            command = command.replace(documented, &format!("{scheme}{address}"));
-        }
+        let command = served_at(command, &address);
         let printed = run_to_end(folder.path(), &command, &block.at).await;
         assert!(
             !printed.trim().is_empty(),

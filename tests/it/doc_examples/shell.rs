@@ -20,7 +20,17 @@ use vitrina::config::Settings;
 const EXAMPLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The address the docs show for the server, and its other spelling.
-pub const DOCUMENTED_SERVER: [&str; 2] = ["http://127.0.0.1:8080", "localhost:8080"];
+const DOCUMENTED_SERVER: [&str; 2] = ["127.0.0.1:8080", "localhost:8080"];
+
+/// `text` with the server's documented address replaced by `address`
+/// (`host:port`).
+pub fn served_at(text: &str, address: &str) -> String {
+    DOCUMENTED_SERVER
+        .iter()
+        .fold(text.to_owned(), |text, documented| {
+            text.replace(documented, address)
+        })
+}
 
 /// A demo server with one of everything the examples name.
 pub(super) struct Stage {
@@ -104,16 +114,8 @@ impl Stage {
 
     /// `text` with the documented addresses replaced by this stage's.
     pub fn addressed(&self, text: &str) -> String {
-        let mut text = text.replace("https://hooks.example", &self.receiver.url);
-        for documented in DOCUMENTED_SERVER {
-            let scheme = if documented.starts_with("http") {
-                "http://"
-            } else {
-                ""
-            };
-            text = text.replace(documented, &format!("{scheme}{}", self.app.addr));
-        }
-        text
+        let text = text.replace("https://hooks.example", &self.receiver.url);
+        served_at(&text, &self.app.addr.to_string())
     }
 
     /// The value of one of the docs' variables (`WEBHOOK`...).
