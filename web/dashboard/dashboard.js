@@ -73,6 +73,12 @@ async function loadChoices() {
   }
   suggestions.category = [...categories].sort((a, b) => b[1] - a[1]).map(([name]) => name);
   fillSuggestions();
+  // A kind picked before the suggestions came gets its first one now.
+  const first = suggestions[kind.value]?.[0];
+  if (!choice.value.trim() && first) {
+    choice.value = first;
+    show();
+  }
 }
 
 function fillSuggestions() {
