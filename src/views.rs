@@ -18,7 +18,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::query::children::Shows;
+use crate::query::children::{ShownAs, Shows};
 use crate::query::products::ProductView;
 use crate::query::sellers::SellerView;
 use crate::query::sessions::{SessionEntry, SessionStats, SessionView};
@@ -132,6 +132,10 @@ macro_rules! price_observation_from {
             }
         }
 
+        impl ShownAs for entity::$entity::Entity {
+            type View = PriceObservation;
+        }
+
         impl Shows<entity::$entity::Entity> for PriceObservation {
             const FIELDS: &'static [(&'static str, &'static [entity::$entity::Column])] = {
                 use entity::$entity::Column::*;
@@ -194,6 +198,10 @@ impl Translation {
     }
 }
 
+impl ShownAs for entity::special_price::Entity {
+    type View = SpecialPrice;
+}
+
 impl Shows<entity::special_price::Entity> for SpecialPrice {
     const FIELDS: &'static [(&'static str, &'static [entity::special_price::Column])] = {
         use entity::special_price::Column::*;
@@ -217,6 +225,10 @@ impl From<entity::special_price::Model> for SpecialPrice {
             max: s.max,
         }
     }
+}
+
+impl ShownAs for entity::product_translation::Entity {
+    type View = Translation;
 }
 
 impl Shows<entity::product_translation::Entity> for Translation {
@@ -287,9 +299,7 @@ impl From<ProductView> for Product {
         let ProductView {
             product: p,
             seller,
-            prices,
-            special_prices,
-            translations,
+            lists,
         } = view;
         let (seller_id, seller_name) = seller.map(|s| (s.seller_id, s.name)).unwrap_or_default();
         Product {
@@ -312,12 +322,12 @@ impl From<ProductView> for Product {
             },
             trust_status: p.trust_status,
             price_flagged: p.price_flagged,
-            prices: prices.into_iter().map(Into::into).collect(),
-            special_price: special_prices.into_iter().map(Into::into).collect(),
+            prices: lists.prices.into_iter().map(Into::into).collect(),
+            special_price: lists.special_prices.into_iter().map(Into::into).collect(),
             stats: p.stats,
             first_seen_language: p.first_seen_language,
             default_language: p.default_language,
-            translations: translations.into_iter().map(Into::into).collect(),
+            translations: lists.translations.into_iter().map(Into::into).collect(),
             first_seen_at: p.first_seen_at,
             last_seen_at: p.last_seen_at,
         }

@@ -54,7 +54,8 @@ impl Columns {
         Columns(self.0 | Columns::of::<E>(read).0)
     }
 
-    fn reads(self, at: usize) -> bool {
+    /// Whether the column at `at` in its entity is one of these.
+    pub fn reads(self, at: usize) -> bool {
         self.0 & (1 << at) != 0
     }
 }
@@ -83,6 +84,12 @@ pub trait Shows<E: EntityTrait> {
         }
         Columns::of::<E>(|column| wanted.contains(&column.as_str()))
     }
+}
+
+/// The type child table `E`'s rows are shown as, declared beside it: what
+/// a list of them asks for decides the columns read ([`Shows`]).
+pub trait ShownAs: EntityTrait {
+    type View: Shows<Self>;
 }
 
 /// Checks that every column of `E` is shown by a field of `V`, but those

@@ -14,6 +14,7 @@ pub mod leading;
 pub mod movers;
 pub mod order;
 pub mod prices;
+pub mod product_lists;
 pub mod product_order;
 pub mod products;
 pub mod sellers;

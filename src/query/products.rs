@@ -7,8 +7,7 @@
 use std::collections::HashMap;
 
 use entity::{
-    Marketplace, TrustStatus, current_price, lowest_price, price_observation, product,
-    product_category, product_translation, seller, special_price,
+    Marketplace, TrustStatus, lowest_price, price_observation, product, product_category, seller,
 };
 use futures_util::TryStreamExt;
 use sea_orm::sea_query::{Expr, Query, SelectStatement};
@@ -23,7 +22,8 @@ use super::budget::ResponseBudget;
 use super::children::{Columns, List};
 use super::counts::{self, Counting, TOTAL, Total};
 use super::keyset::{Slice, Window};
-use super::order::{self, Ordered};
+use super::order;
+use super::product_lists::{Asked, Lists, Read, Statements};
 use super::product_order::{OrderDirection, ProductKey, ProductOrder, ProductOrderField};
 use super::{
     MAX_CONTAINS_LEN, Page, QueryError, check_length, check_text, check_texts, check_url, contains,
@@ -448,19 +448,15 @@ fn in_category_index(column: product::Column) -> Option<product_category::Column
 }
 
 /// What a page statement reads with each product, besides the product.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct With {
-    /// The product's JSON documents; those not asked for come back empty.
-    pub details: Details,
+    /// The product's columns to read. Those holding JSON documents that
+    /// are not in it come back empty; the others are always read.
+    pub columns: Columns,
     /// The product's seller, joined.
     pub sellers: bool,
-    /// The product's translations (a JSON column, like the lists below),
-    /// with the columns to read.
-    pub translations: Option<Columns>,
-    /// The product's current prices.
-    pub prices: Option<Columns>,
-    /// The product's special prices.
-    pub special_prices: Option<Columns>,
+    /// The product's child lists, each with the columns to read.
+    pub lists: Asked,
     /// The product's latest `n` price observations.
     pub latest_prices: Option<(u64, Columns)>,
     /// The lowest price a list ordered by price sorts by (its joined
@@ -471,62 +467,34 @@ pub struct With {
 impl With {
     /// The product row alone, every document of it.
     const ROW: With = With {
-        details: Details::ALL,
+        columns: Columns::ALL,
         sellers: false,
-        translations: None,
-        prices: None,
-        special_prices: None,
+        lists: Asked::NONE,
         latest_prices: None,
         order_price: false,
     };
 
     /// Everything a REST product shows.
     const VIEW: With = With {
-        details: Details::ALL,
+        columns: Columns::ALL,
         sellers: true,
-        translations: Some(Columns::ALL),
-        prices: Some(Columns::ALL),
-        special_prices: Some(Columns::ALL),
+        lists: Asked::ALL,
         latest_prices: None,
         order_price: false,
     };
 }
 
-/// The product columns that hold JSON documents. The database converts each
-/// one per row it sends (a product page of only scalars is read in half the
-/// time), so a page reads those its query shows; the others are read as
-/// empty values (`[]`, or NULL where the column allows it).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Details {
-    pub category_path: bool,
-    pub attributes: bool,
-    pub image_gallery: bool,
-    pub video_gallery: bool,
-    pub stats: bool,
-}
-
-impl Details {
-    pub const ALL: Details = Details {
-        category_path: true,
-        attributes: true,
-        image_gallery: true,
-        video_gallery: true,
-        stats: true,
-    };
-
-    /// Whether a page reads `column`; the others come back empty. The
-    /// search keys are never read: only filters use them.
-    fn reads(self, column: product::Column) -> bool {
-        use product::Column::*;
-        match column {
-            CategoryPath => self.category_path,
-            Attributes => self.attributes,
-            ImageGallery => self.image_gallery,
-            VideoGallery => self.video_gallery,
-            Stats => self.stats,
-            BrandKey | SellerCodeKey | NameSearch => false,
-            _ => true,
-        }
+/// Whether a page statement reads product column `column` (at `at` in
+/// the entity) when asked for `columns`. The database converts each JSON
+/// document per row it sends (a product page of only scalars is read in
+/// half the time), so a page reads the documents its query shows; the
+/// others are read as empty values (`[]`, or NULL where the column allows
+/// it). The search keys are never read: only filters use them.
+fn reads(columns: Columns, at: usize, column: product::Column) -> bool {
+    use product::Column::*;
+    match column {
+        BrandKey | SellerCodeKey | NameSearch => false,
+        _ => !is_document(column) || columns.reads(at),
     }
 }
 
@@ -548,7 +516,7 @@ fn empty(backend: DbBackend, column: product::Column) -> Expr {
 /// `read` when the product's stored size is at most `whole`, else `empty`:
 /// a product stored before the per-product limit, and larger than it, is
 /// read alone once its size is counted (see [`ResponseBudget`]).
-fn within(whole: Option<u64>, read: Expr, empty: Expr) -> Expr {
+pub(super) fn within(whole: Option<u64>, read: Expr, empty: Expr) -> Expr {
     match whole {
         None => read,
         Some(bytes) => Expr::case(
@@ -567,9 +535,7 @@ fn within(whole: Option<u64>, read: Expr, empty: Expr) -> Expr {
 #[derive(Debug, Default)]
 pub struct Related {
     pub sellers: Option<HashMap<Uuid, seller::Model>>,
-    pub translations: Option<HashMap<Uuid, Vec<product_translation::Model>>>,
-    pub prices: Option<HashMap<Uuid, Vec<current_price::Model>>>,
-    pub special_prices: Option<HashMap<Uuid, Vec<special_price::Model>>>,
+    pub lists: Read,
     /// The latest observations, with the `n` they were read for.
     pub latest_prices: Option<(u64, HashMap<Uuid, Vec<price_observation::Model>>)>,
 }
@@ -702,12 +668,9 @@ pub async fn exists(db: &impl ConnectionTrait, id: Uuid) -> Result<bool, DbErr> 
 
 /// The prefix of a joined seller's columns (the products' own keep their names).
 const SELLER: &str = "seller_";
-/// The product column a child list is read for.
+/// The product column the latest prices are read for.
 const PARENT: &str = "products.id";
-/// The columns that carry a product's child lists (see [`List`]).
-const TRANSLATIONS: &str = "translations";
-const PRICES: &str = "prices";
-const SPECIAL_PRICES: &str = "special_prices";
+/// The column that carries a product's latest prices (see [`List`]).
 const LATEST_PRICES: &str = "latest_prices";
 /// The column that carries the price a list is ordered by.
 const ORDER_PRICE: &str = "order_price";
@@ -725,9 +688,7 @@ struct Rows {
 /// A page statement and the child lists it reads.
 struct Statement {
     statement: SelectStatement,
-    translations: Option<List>,
-    prices: Option<List>,
-    special_prices: Option<List>,
+    lists: Statements,
     latest_prices: Option<List>,
     counted: bool,
 }
@@ -776,8 +737,8 @@ fn product_columns(
     whole: Option<u64>,
 ) -> Select<product::Entity> {
     let mut select = select.select_only();
-    for column in product::Column::iter() {
-        select = match with.details.reads(column) {
+    for (at, column) in product::Column::iter().enumerate() {
+        select = match reads(with.columns, at, column) {
             true if is_document(column) => {
                 let read = within(whole, column.into_expr(), empty(backend, column));
                 select.expr_as(read, column.as_str())
@@ -808,39 +769,15 @@ fn statement(
     } else {
         select.into_query()
     };
-    let translations = with.translations.map(|columns| {
-        use product_translation::{Column, Entity};
-        List::of::<Entity>(backend, Column::ProductId, PARENT, columns, None)
-    });
-    let prices = with.prices.map(|columns| {
-        use current_price::{Column, Entity};
-        List::of::<Entity>(backend, Column::ProductId, PARENT, columns, None)
-    });
-    let special_prices = with.special_prices.map(|columns| {
-        use special_price::{Column, Entity};
-        List::of::<Entity>(backend, Column::ProductId, PARENT, columns, None)
-    });
+    let lists = Statements::of(backend, with.lists)?;
+    lists.select(&mut statement, whole);
     let latest_prices = with.latest_prices.map(|(n, columns)| {
         use price_observation::{Column, Entity};
         List::of::<Entity>(backend, Column::ProductId, PARENT, columns, Some(n))
     });
-    let (translations, prices, special_prices, latest_prices) = (
-        translations.transpose()?,
-        prices.transpose()?,
-        special_prices.transpose()?,
-        latest_prices.transpose()?,
-    );
-    // The lists a product's stored size counts; its price history it does
-    // not (a page of it is bounded by the query's complexity).
-    for (list, alias) in [
-        (&translations, TRANSLATIONS),
-        (&prices, PRICES),
-        (&special_prices, SPECIAL_PRICES),
-    ] {
-        if let Some(list) = list {
-            statement.expr_as(within(whole, list.column(), Expr::cust("NULL")), alias);
-        }
-    }
+    let latest_prices = latest_prices.transpose()?;
+    // Read whatever the product's stored size: a page of its price history
+    // is bounded by the query's complexity.
     if let Some(list) = &latest_prices {
         statement.expr_as(list.column(), LATEST_PRICES);
     }
@@ -856,16 +793,14 @@ fn statement(
     };
     Ok(Statement {
         statement,
-        translations,
-        prices,
-        special_prices,
+        lists,
         latest_prices,
         counted,
     })
 }
 
 /// Whether product column `column` holds a JSON document.
-fn is_document(column: product::Column) -> bool {
+pub(crate) fn is_document(column: product::Column) -> bool {
     matches!(
         column.def().get_column_type(),
         ColumnType::Json | ColumnType::JsonBinary
@@ -884,9 +819,7 @@ async fn run(
     let mut products = Vec::new();
     let mut related = Related {
         sellers: with.sellers.then(HashMap::new),
-        translations: with.translations.map(|_| HashMap::new()),
-        prices: with.prices.map(|_| HashMap::new()),
-        special_prices: with.special_prices.map(|_| HashMap::new()),
+        lists: Read::expecting(with.lists),
         latest_prices: with.latest_prices.map(|(n, _)| (n, HashMap::new())),
     };
     let mut total = None;
@@ -912,24 +845,7 @@ async fn run(
         {
             sellers.insert(seller.id, seller);
         }
-        if let (Some(map), Some(list)) = (&mut related.translations, &page.translations) {
-            map.insert(
-                product.id,
-                list.decode::<product_translation::Entity>(&row, TRANSLATIONS)?,
-            );
-        }
-        if let (Some(map), Some(list)) = (&mut related.prices, &page.prices) {
-            map.insert(
-                product.id,
-                list.decode::<current_price::Entity>(&row, PRICES)?,
-            );
-        }
-        if let (Some(map), Some(list)) = (&mut related.special_prices, &page.special_prices) {
-            map.insert(
-                product.id,
-                list.decode::<special_price::Entity>(&row, SPECIAL_PRICES)?,
-            );
-        }
+        page.lists.decode(&row, product.id, &mut related.lists)?;
         if let (Some((_, map)), Some(list)) = (&mut related.latest_prices, &page.latest_prices) {
             map.insert(
                 product.id,
@@ -950,12 +866,7 @@ impl Rows {
     /// Puts the products of `whole`, read whole, in place of the same
     /// products read without their documents and lists.
     fn take_whole(&mut self, whole: Rows) {
-        let Related {
-            translations,
-            prices,
-            special_prices,
-            ..
-        } = whole.related;
+        self.related.lists.extend(whole.related.lists);
         let mut whole: HashMap<Uuid, product::Model> =
             whole.products.into_iter().map(|p| (p.id, p)).collect();
         for product in &mut self.products {
@@ -963,15 +874,6 @@ impl Rows {
                 *product = read;
             }
         }
-        extend(&mut self.related.translations, translations);
-        extend(&mut self.related.prices, prices);
-        extend(&mut self.related.special_prices, special_prices);
-    }
-}
-
-fn extend<V>(into: &mut Option<HashMap<Uuid, V>>, from: Option<HashMap<Uuid, V>>) {
-    if let (Some(into), Some(from)) = (into, from) {
-        into.extend(from);
     }
 }
 
@@ -990,9 +892,7 @@ pub async fn by_ids(
 pub struct ProductView {
     pub product: product::Model,
     pub seller: Option<seller::Model>,
-    pub prices: Vec<current_price::Model>,
-    pub special_prices: Vec<special_price::Model>,
-    pub translations: Vec<product_translation::Model>,
+    pub lists: Lists,
 }
 
 /// One page of matching products and whether another page follows. The
@@ -1063,25 +963,14 @@ pub async fn get_many(
 /// The products of rows read with [`With::VIEW`], with everything read with them.
 fn views(rows: Rows) -> Vec<ProductView> {
     let Related {
-        sellers,
-        translations,
-        prices,
-        special_prices,
-        ..
+        sellers, mut lists, ..
     } = rows.related;
     let sellers = sellers.unwrap_or_default();
-    let (mut translations, mut prices, mut special) = (
-        translations.unwrap_or_default(),
-        prices.unwrap_or_default(),
-        special_prices.unwrap_or_default(),
-    );
     rows.products
         .into_iter()
         .map(|product| ProductView {
             seller: sellers.get(&product.seller_ref).cloned(),
-            prices: prices.remove(&product.id).unwrap_or_default(),
-            special_prices: special.remove(&product.id).unwrap_or_default(),
-            translations: translations.remove(&product.id).unwrap_or_default(),
+            lists: lists.take(product.id),
             product,
         })
         .collect()
@@ -1109,56 +998,6 @@ pub async fn sellers_by_id(
         .into_iter()
         .map(|s| (s.id, s))
         .collect())
-}
-
-/// Current prices per product, in their order.
-pub async fn current_prices(
-    db: &impl ConnectionTrait,
-    ids: &[Uuid],
-) -> Result<HashMap<Uuid, Vec<current_price::Model>>, DbErr> {
-    children::<current_price::Entity>(db, current_price::Column::ProductId, ids, |r| r.product_id)
-        .await
-}
-
-/// Special prices per product, in their order.
-pub async fn special_prices(
-    db: &impl ConnectionTrait,
-    ids: &[Uuid],
-) -> Result<HashMap<Uuid, Vec<special_price::Model>>, DbErr> {
-    children::<special_price::Entity>(db, special_price::Column::ProductId, ids, |r| r.product_id)
-        .await
-}
-
-/// Translations per product, in their order (by language).
-pub async fn translations(
-    db: &impl ConnectionTrait,
-    ids: &[Uuid],
-) -> Result<HashMap<Uuid, Vec<product_translation::Model>>, DbErr> {
-    use product_translation::{Column, Entity};
-    children::<Entity>(db, Column::ProductId, ids, |r| r.product_id).await
-}
-
-/// The rows of child table `E` of the `parents`, per parent, in their
-/// order (sorted here: some orders hold text or nullable columns, which
-/// SQL orders otherwise; see [`Ordered`]).
-async fn children<E: Ordered>(
-    db: &impl ConnectionTrait,
-    parent: E::Column,
-    parents: &[Uuid],
-    parent_of: impl Fn(&E::Model) -> Uuid,
-) -> Result<HashMap<Uuid, Vec<E::Model>>, DbErr>
-where
-    E::Model: Sync,
-{
-    let rows = E::find()
-        .filter(super::one_of(db, parent, parents))
-        .all(db)
-        .await?;
-    let mut grouped = group(rows, parent_of);
-    for rows in grouped.values_mut() {
-        order::sort::<E>(rows);
-    }
-    Ok(grouped)
 }
 
 /// The newest `n` products of each seller (internal seller ids): their ids

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use super::ids::{Ids, Kind};
 use super::load::Rows;
 use super::vocab::{self, Names};
+use crate::query::product_lists::Lists;
 use crate::query::products::ProductView;
 use crate::text::{self, SearchKeys};
 use crate::views::{self, size::json_len};
@@ -390,9 +391,11 @@ impl Catalog {
         model.stored_size = stored_size(ProductView {
             product: model.clone(),
             seller: Some(self.sellers[seller].clone()),
-            prices: current.clone(),
-            special_prices: special.clone(),
-            translations: translations.clone(),
+            lists: Lists {
+                prices: current.clone(),
+                special_prices: special.clone(),
+                translations: translations.clone(),
+            },
         });
         batch.translations.extend(translations);
         batch.current.extend(current);

@@ -60,6 +60,7 @@ mod price_changed;
 mod price_filters;
 mod price_series;
 mod price_trends;
+mod product_lists;
 mod product_orders;
 mod product_stats;
 mod rate_redis;

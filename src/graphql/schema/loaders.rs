@@ -11,13 +11,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_graphql::dataloader::{DataLoader, Loader};
-use entity::{
-    current_price, price_observation, product, product_translation, seller, special_price,
-};
+use entity::{price_observation, product, seller};
 use uuid::Uuid;
 
 use crate::graphql::request::pool_share::SharedConnection;
 use crate::query::budget::ResponseBudget;
+use crate::query::product_lists::{self, product_lists};
 use crate::query::series::{Series, SeriesArgs};
 use crate::query::sessions::SessionStats;
 use crate::query::{QueryError, prices, products, sellers, series, sessions};
@@ -93,9 +92,7 @@ pub struct Loaders {
     pub products: Load<Uuid, product::Model>,
     pub sellers: Load<Uuid, seller::Model>,
     pub seller_product_counts: Load<Uuid, i64>,
-    pub prices: Load<Uuid, Vec<current_price::Model>>,
-    pub special_prices: Load<Uuid, Vec<special_price::Model>>,
-    pub translations: Load<Uuid, Vec<product_translation::Model>>,
+    pub lists: ListLoaders,
     pub latest_prices: Load<TopKey, Vec<price_observation::Model>>,
     pub seller_products: Load<TopKey, Vec<product::Model>>,
     pub session_stats: Load<Uuid, SessionStats>,
@@ -117,15 +114,7 @@ impl Loaders {
             seller_product_counts: loader(db, budget, |db, _, ids| {
                 Box::pin(async move { Ok(sellers::product_counts(&db, &ids).await?) })
             }),
-            prices: loader(db, budget, |db, _, ids| {
-                Box::pin(async move { Ok(products::current_prices(&db, &ids).await?) })
-            }),
-            special_prices: loader(db, budget, |db, _, ids| {
-                Box::pin(async move { Ok(products::special_prices(&db, &ids).await?) })
-            }),
-            translations: loader(db, budget, |db, _, ids| {
-                Box::pin(async move { Ok(products::translations(&db, &ids).await?) })
-            }),
+            lists: ListLoaders::new(db, budget),
             latest_prices: loader(db, budget, |db, _, keys| {
                 Box::pin(async move {
                     let mut out = HashMap::new();
@@ -175,3 +164,27 @@ impl Loaders {
         }
     }
 }
+
+/// A loader of each child list of products, from their one declaration.
+macro_rules! list_loaders {
+    ($($list:ident: $table:ident => $field:literal,)*) => {
+        /// A loader of each child list of products ([`product_lists`]).
+        pub struct ListLoaders {
+            $(pub $list: Load<Uuid, Vec<entity::$table::Model>>,)*
+        }
+
+        impl ListLoaders {
+            fn new(db: &SharedConnection, budget: &Arc<ResponseBudget>) -> Self {
+                ListLoaders {$(
+                    $list: loader(db, budget, |db, _, ids| {
+                        Box::pin(async move {
+                            use entity::$table::Entity;
+                            Ok(product_lists::of_products::<Entity>(&db, &ids).await?)
+                        })
+                    }),
+                )*}
+            }
+        }
+    };
+}
+product_lists!(list_loaders);

@@ -18,15 +18,14 @@ use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 
-use entity::{
-    current_price, price_observation, product, product_translation, seller, special_price,
-};
+use entity::{price_observation, product, seller};
 use tokio::sync::OnceCell;
 use uuid::Uuid;
 
 use super::loaders::{Load, Loaders, TopKey};
 use super::reads::Reads;
 use crate::query::QueryError;
+use crate::query::product_lists::{Read, product_lists};
 use crate::query::products::Related;
 
 type Loaded<K, V> = OnceCell<HashMap<K, V>>;
@@ -38,9 +37,7 @@ pub struct Page {
     seller_ids: Vec<Uuid>,
     sellers: Loaded<Uuid, seller::Model>,
     seller_product_counts: Loaded<Uuid, i64>,
-    prices: Loaded<Uuid, Vec<current_price::Model>>,
-    special_prices: Loaded<Uuid, Vec<special_price::Model>>,
-    translations: Loaded<Uuid, Vec<product_translation::Model>>,
+    lists: Lists,
     /// The latest observations, per count asked for.
     latest_prices: Mutex<HashMap<u64, LatestPrices>>,
 }
@@ -60,9 +57,7 @@ impl Page {
             seller_ids,
             sellers: OnceCell::new_with(related.sellers),
             seller_product_counts: OnceCell::new(),
-            prices: OnceCell::new_with(related.prices),
-            special_prices: OnceCell::new_with(related.special_prices),
-            translations: OnceCell::new_with(related.translations),
+            lists: Lists::of(related.lists),
             latest_prices: Mutex::new(latest_prices.into_iter().collect()),
         })
     }
@@ -79,34 +74,6 @@ impl Page {
             reads,
             which,
             &self.seller_ids,
-            &id,
-        )
-        .await
-    }
-
-    pub async fn prices(&self, reads: Reads<'_>, id: Uuid) -> Loads<Vec<current_price::Model>> {
-        one(&self.prices, reads, |l| &l.prices, &self.ids, &id).await
-    }
-
-    pub async fn special_prices(
-        &self,
-        reads: Reads<'_>,
-        id: Uuid,
-    ) -> Loads<Vec<special_price::Model>> {
-        let which: fn(&Loaders) -> &_ = |l| &l.special_prices;
-        one(&self.special_prices, reads, which, &self.ids, &id).await
-    }
-
-    pub async fn translations(
-        &self,
-        reads: Reads<'_>,
-        id: Uuid,
-    ) -> Loads<Vec<product_translation::Model>> {
-        one(
-            &self.translations,
-            reads,
-            |l| &l.translations,
-            &self.ids,
             &id,
         )
         .await
@@ -136,6 +103,37 @@ impl Page {
 }
 
 pub type Loads<V> = Result<Option<V>, Arc<QueryError>>;
+
+/// What a page holds of each child list of products, and a method per
+/// list that loads it, from their one declaration.
+macro_rules! page_lists {
+    ($($list:ident: $table:ident => $field:literal,)*) => {
+        /// Each child list of the page's products, once loaded or read.
+        struct Lists {
+            $($list: Loaded<Uuid, Vec<entity::$table::Model>>,)*
+        }
+
+        impl Lists {
+            /// The lists `read` with the page, the others to be loaded.
+            fn of(read: Read) -> Lists {
+                Lists { $($list: OnceCell::new_with(read.$list),)* }
+            }
+        }
+
+        impl Page {$(
+            #[doc = concat!("Product `id`'s ", stringify!($list), ".")]
+            pub async fn $list(
+                &self,
+                reads: Reads<'_>,
+                id: Uuid,
+            ) -> Loads<Vec<entity::$table::Model>> {
+                let which: fn(&Loaders) -> &_ = |l| &l.lists.$list;
+                one(&self.lists.$list, reads, which, &self.ids, &id).await
+            }
+        )*}
+    };
+}
+product_lists!(page_lists);
 
 /// The value of `key`, loading every key of the page on first use with
 /// the loader `which` picks.

@@ -17,9 +17,10 @@ use super::relay_connection::{self, Args, Conn};
 use super::seller::Seller;
 use super::series::{self, PricePoint};
 use crate::graphql::error::gql;
-use crate::query::children::{Columns, Shows};
+use crate::query::children::{Columns, ShownAs, Shows};
 use crate::query::counts::{self, Total};
 use crate::query::prices::{self, ObservationKey, PriceHistoryFilter};
+use crate::query::product_lists::{Asked, ListTable, PickColumns};
 use crate::query::product_order::ProductOrder;
 use crate::query::products::{self, ProductFilter, Related};
 use crate::query::series::{SeriesArgs, TimeBucket};
@@ -174,39 +175,42 @@ pub async fn product_connection(
 /// What a page statement should read with its products, from the
 /// selections of its `nodes` (a list's `nodes` and `edges.node`, or one product).
 pub fn read_with(nodes: &[Lookahead<'_>]) -> products::With {
-    use entity::{current_price as current, price_observation as history};
-    use entity::{product_translation as translation, special_price as special};
+    use entity::price_observation as history;
     let asks = |name: &str| nodes.iter().any(|n| n.field(name).exists());
-    let at = |path: &[&str]| -> Vec<Lookahead<'_>> {
-        nodes
-            .iter()
-            .map(|n| {
-                path[1..]
-                    .iter()
-                    .fold(n.field(path[0]), |at, name| at.field(name))
-            })
-            .filter(Lookahead::exists)
-            .collect()
-    };
-    let mut history_nodes = at(&["priceHistory", "edges", "node"]);
-    history_nodes.extend(at(&["priceHistory", "nodes"]));
+    let mut history_nodes = at(nodes, &["priceHistory", "edges", "node"]);
+    history_nodes.extend(at(nodes, &["priceHistory", "nodes"]));
     products::With {
-        details: products::Details {
-            category_path: asks("categoryPath"),
-            attributes: asks("attributes"),
-            image_gallery: asks("imageGallery"),
-            video_gallery: asks("videoGallery"),
-            stats: asks("stats"),
-        },
+        columns: shown::<Product, product::Entity>(nodes).unwrap_or(Columns::NONE),
         sellers: asks("seller"),
-        translations: shown::<Translation, translation::Entity>(&at(&["translations"])),
-        prices: shown::<PriceObservation, current::Entity>(&at(&["prices"])),
-        special_prices: shown::<SpecialPrice, special::Entity>(&at(&["specialPrices"])),
+        lists: Asked::picked(&mut Selected(nodes)),
         latest_prices: latest_prices_asked(nodes).map(|n| {
             let columns = shown::<PriceObservation, history::Entity>(&history_nodes);
             (n, columns.unwrap_or(Columns::NONE))
         }),
         order_price: false,
+    }
+}
+
+/// The selections of `path` (field names, outermost first) under `nodes`.
+fn at<'a>(nodes: &[Lookahead<'a>], path: &[&str]) -> Vec<Lookahead<'a>> {
+    nodes
+        .iter()
+        .map(|n| {
+            path[1..]
+                .iter()
+                .fold(n.field(path[0]), |at, name| at.field(name))
+        })
+        .filter(Lookahead::exists)
+        .collect()
+}
+
+/// The child lists a product's selections (`nodes`) ask for, by their
+/// GraphQL fields.
+struct Selected<'n, 'a>(&'n [Lookahead<'a>]);
+
+impl PickColumns for Selected<'_, '_> {
+    fn columns<E: ListTable + ShownAs>(&mut self) -> Option<Columns> {
+        shown::<E::View, E>(&at(self.0, &[E::FIELD]))
     }
 }
 
@@ -293,6 +297,45 @@ pub async fn price_connection(
 /// A product on one of the marketplaces; a node of a list page loads its
 /// relations together with the other products of its page.
 pub struct Product(pub product::Model, pub Arc<Page>);
+
+/// The product columns each field shows: a page statement reads the JSON
+/// documents of the fields a query selects (every other column it always
+/// reads). A field not declared here reads every column; a test checks
+/// that every field is.
+impl Shows<product::Entity> for Product {
+    const FIELDS: &'static [(&'static str, &'static [product::Column])] = {
+        use product::Column::*;
+        &[
+            ("id", &[Id]),
+            ("globalId", &[Id]),
+            ("marketplace", &[Marketplace]),
+            ("externalId", &[ExternalId]),
+            ("url", &[Url]),
+            ("name", &[Name]),
+            ("brand", &[Brand]),
+            ("categoryPath", &[CategoryPath]),
+            ("attributes", &[Attributes]),
+            ("imageCover", &[ImageCover]),
+            ("imageGallery", &[ImageGallery]),
+            ("videoCover", &[VideoCover]),
+            ("videoGallery", &[VideoGallery]),
+            ("seller", &[SellerRef]),
+            ("sellerCode", &[SellerCode]),
+            ("trustStatus", &[TrustStatus]),
+            ("priceFlagged", &[PriceFlagged]),
+            ("prices", &[Id]),
+            ("specialPrices", &[Id]),
+            ("stats", &[Stats]),
+            ("firstSeenLanguage", &[FirstSeenLanguage]),
+            ("defaultLanguage", &[DefaultLanguage]),
+            ("translations", &[Id]),
+            ("firstSeenAt", &[FirstSeenAt]),
+            ("lastSeenAt", &[LastSeenAt]),
+            ("priceSeries", &[Id]),
+            ("priceHistory", &[Id]),
+        ]
+    };
+}
 
 impl Product {
     /// Makes the nodes of one page of `products`, with what was read with
@@ -472,4 +515,53 @@ impl Product {
 fn inlined<M, V: From<M>>(rows: Loads<Vec<M>>) -> Result<Vec<Inline<V>>> {
     let rows = rows.map_err(gql)?.unwrap_or_default();
     Ok(rows.into_iter().map(|row| Inline(row.into())).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use sea_orm::Iterable;
+
+    use super::*;
+
+    /// The fields of type `name` in the SDL, leaving out their descriptions.
+    fn fields_of(sdl: &str, name: &str) -> Vec<String> {
+        let start = sdl
+            .find(&format!("\ntype {name} "))
+            .unwrap_or_else(|| panic!("no type {name}"));
+        let body = &sdl[start..];
+        let body = &body[body.find('{').unwrap() + 1..body.find("\n}").unwrap()];
+        let mut in_description = false;
+        let mut fields = Vec::new();
+        for line in body.lines().map(str::trim) {
+            if line.starts_with("\"\"\"") {
+                // A description on one line opens and closes it.
+                in_description ^= !(line.len() > 3 && line.ends_with("\"\"\""));
+            } else if !in_description && !line.is_empty() {
+                let end = line.find(['(', ':']).unwrap_or(line.len());
+                fields.push(line[..end].to_owned());
+            }
+        }
+        fields
+    }
+
+    /// A field not declared would read every document of every product of
+    /// its page; a document no field declares would never be read.
+    #[test]
+    fn every_field_of_product_declares_the_columns_it_shows() {
+        let mut fields = fields_of(&crate::graphql::sdl(), "Product");
+        let mut declared: Vec<String> = Product::FIELDS
+            .iter()
+            .map(|(field, _)| (*field).to_owned())
+            .collect();
+        fields.sort();
+        declared.sort();
+        assert_eq!(fields, declared);
+
+        let shown = Product::columns(Product::FIELDS.iter().map(|(field, _)| *field));
+        for (at, column) in product::Column::iter().enumerate() {
+            if products::is_document(column) {
+                assert!(shown.reads(at), "{column:?} is shown by no field");
+            }
+        }
+    }
 }
