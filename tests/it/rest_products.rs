@@ -27,6 +27,13 @@ impl World {
         insert_product(&self.app.db, &self.seller, spec).await
     }
 
+    /// Adds the products of `specs`, in order.
+    async fn add_all(&self, specs: impl IntoIterator<Item = ProductSpec>) {
+        for spec in specs {
+            self.add(spec).await;
+        }
+    }
+
     /// External ids of the products `/v1/products?<query>` returns, in order.
     async fn ids(&self, query: &str) -> Vec<String> {
         let body = self
@@ -196,20 +203,20 @@ async fn seller_id_filter_matches_the_marketplace_seller_id_and_pairs_with_marke
 #[tokio::test]
 async fn seller_code_is_exact_and_seller_code_contains_is_a_case_insensitive_substring() {
     let w = world().await;
-    w.add(ProductSpec {
-        seller_code: "ABC-123".into(),
-        ..product("a")
-    })
-    .await;
-    w.add(ProductSpec {
-        seller_code: "ABC-1234".into(),
-        ..product("b")
-    })
-    .await;
-    w.add(ProductSpec {
-        seller_code: "Код-Ж5".into(),
-        ..product("c")
-    })
+    w.add_all([
+        ProductSpec {
+            seller_code: "ABC-123".into(),
+            ..product("a")
+        },
+        ProductSpec {
+            seller_code: "ABC-1234".into(),
+            ..product("b")
+        },
+        ProductSpec {
+            seller_code: "Код-Ж5".into(),
+            ..product("c")
+        },
+    ])
     .await;
     assert_eq!(w.ids("seller_code=ABC-123").await, ["a"]);
     assert!(w.ids("seller_code=abc-123").await.is_empty(), "exact match");
@@ -299,25 +306,25 @@ async fn url_filter_ignores_query_fragment_host_case_and_trailing_slash() {
 #[tokio::test]
 async fn category_matches_any_level_case_insensitively_in_any_language() {
     let w = world().await;
-    w.add(ProductSpec {
-        category_path: strings(&["Электроника", "Аудиотехника", "Наушники"]),
-        translations: vec![(
-            "en".into(),
-            "Headphones X".into(),
-            strings(&["Electronics", "Audio", "Headphones"]),
-        )],
-        ..product("h")
-    })
-    .await;
-    w.add(ProductSpec {
-        category_path: strings(&["Обувь", "Кроссовки"]),
-        ..product("s")
-    })
-    .await;
-    w.add(ProductSpec {
-        category_path: vec![],
-        ..product("none")
-    })
+    w.add_all([
+        ProductSpec {
+            category_path: strings(&["Электроника", "Аудиотехника", "Наушники"]),
+            translations: vec![(
+                "en".into(),
+                "Headphones X".into(),
+                strings(&["Electronics", "Audio", "Headphones"]),
+            )],
+            ..product("h")
+        },
+        ProductSpec {
+            category_path: strings(&["Обувь", "Кроссовки"]),
+            ..product("s")
+        },
+        ProductSpec {
+            category_path: vec![],
+            ..product("none")
+        },
+    ])
     .await;
     for category in [
         "Электроника",
@@ -341,20 +348,20 @@ async fn category_matches_any_level_case_insensitively_in_any_language() {
 #[tokio::test]
 async fn brand_is_exact_and_case_insensitive_for_cyrillic_too() {
     let w = world().await;
-    w.add(ProductSpec {
-        brand: "Простоквашино".into(),
-        ..product("milk")
-    })
-    .await;
-    w.add(ProductSpec {
-        brand: "Простоквашино Плюс".into(),
-        ..product("plus")
-    })
-    .await;
-    w.add(ProductSpec {
-        brand: "Samsung".into(),
-        ..product("phone")
-    })
+    w.add_all([
+        ProductSpec {
+            brand: "Простоквашино".into(),
+            ..product("milk")
+        },
+        ProductSpec {
+            brand: "Простоквашино Плюс".into(),
+            ..product("plus")
+        },
+        ProductSpec {
+            brand: "Samsung".into(),
+            ..product("phone")
+        },
+    ])
     .await;
     assert_eq!(w.ids("brand=ПРОСТОКВАШИНО").await, ["milk"]);
     assert_eq!(w.ids("brand=samsung").await, ["phone"]);
@@ -423,22 +430,22 @@ async fn trust_status_filters_and_omitting_it_returns_every_status() {
 #[tokio::test]
 async fn filters_combine_with_and() {
     let w = world().await;
-    w.add(ProductSpec {
-        brand: "Acme".into(),
-        trust_status: TrustStatus::Verified,
-        ..product("both")
-    })
-    .await;
-    w.add(ProductSpec {
-        brand: "Acme".into(),
-        ..product("brand-only")
-    })
-    .await;
-    w.add(ProductSpec {
-        brand: "Other".into(),
-        trust_status: TrustStatus::Verified,
-        ..product("status-only")
-    })
+    w.add_all([
+        ProductSpec {
+            brand: "Acme".into(),
+            trust_status: TrustStatus::Verified,
+            ..product("both")
+        },
+        ProductSpec {
+            brand: "Acme".into(),
+            ..product("brand-only")
+        },
+        ProductSpec {
+            brand: "Other".into(),
+            trust_status: TrustStatus::Verified,
+            ..product("status-only")
+        },
+    ])
     .await;
     assert_eq!(w.ids("brand=acme&trust_status=verified").await, ["both"]);
 }
@@ -635,38 +642,22 @@ async fn price_history_range_is_inclusive_and_from_after_to_is_refused() {
         "offsets are honoured"
     );
 
-    let (status, body) = w
-        .error(&format!(
-            "/v1/products/{}/price-history?from={}&to={}",
-            p.id,
-            iso(at(10)),
-            iso(at(20))
-        ))
-        .await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (400, Some("invalid_parameter"))
-    );
-    let (status, body) = w
-        .error(&format!(
-            "/v1/products/{}/price-history?from=yesterday",
-            p.id
-        ))
-        .await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (400, Some("invalid_parameter"))
-    );
-    let (status, body) = w
-        .error(&format!(
-            "/v1/products/{}/price-history?user_auth_status=guest",
-            p.id
-        ))
-        .await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (400, Some("invalid_parameter"))
-    );
+    // `from` after `to`, a date-time that does not parse, an unknown status.
+    let refused = [
+        format!("from={}&to={}", iso(at(10)), iso(at(20))),
+        "from=yesterday".into(),
+        "user_auth_status=guest".into(),
+    ];
+    for query in refused {
+        let (status, body) = w
+            .error(&format!("/v1/products/{}/price-history?{query}", p.id))
+            .await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (400, Some("invalid_parameter")),
+            "{query}: {body}"
+        );
+    }
     // A valid date-time past year 9999 in UTC: SQLite would order it before
     // today's (`+10000-...`), so the range would be wrong, not refused.
     for bound in ["to", "from"] {
