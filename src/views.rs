@@ -18,6 +18,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use crate::query::Page;
 use crate::query::children::{ShownAs, Shows};
 use crate::query::products::ProductView;
 use crate::query::sellers::SellerView;
@@ -547,6 +548,26 @@ pub struct TotalMeta {
     pub total: u64,
     pub page: u64,
     pub page_size: u64,
+}
+
+impl HasMoreMeta {
+    pub fn of(has_more: bool, page: Page) -> Self {
+        HasMoreMeta {
+            has_more,
+            page: page.page,
+            page_size: page.page_size,
+        }
+    }
+}
+
+impl TotalMeta {
+    pub fn of(total: u64, page: Page) -> Self {
+        TotalMeta {
+            total,
+            page: page.page,
+            page_size: page.page_size,
+        }
+    }
 }
 
 /// Where the caller stands against one of its limits.

@@ -110,11 +110,7 @@ pub async fn list(
     let (views, has_more) = products::list(&state.db, &filter, page, &budget).await?;
     let body = ProductPage {
         data: views.into_iter().map(Product::from).collect(),
-        meta: HasMoreMeta {
-            has_more,
-            page: page.page,
-            page_size: page.page_size,
-        },
+        meta: HasMoreMeta::of(has_more, page),
     };
     Ok(sized::within(&state, body))
 }
@@ -222,11 +218,7 @@ pub async fn price_history(
     let (rows, total) = prices::history(&state.db, id, &filter, page).await?;
     let body = PriceHistoryPage {
         data: rows.into_iter().map(PriceObservation::from).collect(),
-        meta: TotalMeta {
-            total,
-            page: page.page,
-            page_size: page.page_size,
-        },
+        meta: TotalMeta::of(total, page),
     };
     Ok(sized::within(&state, body))
 }

@@ -43,11 +43,7 @@ pub async fn list(
     let (views, total) = sessions::list_for_account(&state.db, caller.account_id, page).await?;
     let body = SessionPage {
         data: views.into_iter().map(ScrapeSession::from).collect(),
-        meta: TotalMeta {
-            total,
-            page: page.page,
-            page_size: page.page_size,
-        },
+        meta: TotalMeta::of(total, page),
     };
     Ok(sized::within(&state, body))
 }
@@ -97,11 +93,7 @@ pub async fn products(
     let rows = entries.iter().filter(|e| e.product.is_some()).count() as i64;
     let body = SessionProductPage {
         data: entries.into_iter().map(SessionProduct::from).collect(),
-        meta: TotalMeta {
-            total,
-            page: page.page,
-            page_size: page.page_size,
-        },
+        meta: TotalMeta::of(total, page),
     };
     let body = sized::within(&state, body).to_bytes()?;
     // Tagged here, not by `conditional::revalidate`: a client that holds
