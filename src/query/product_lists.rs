@@ -25,7 +25,7 @@ use super::products::within;
 /// - `"graphqlField"` is the field of GraphQL's `Product` that shows it.
 ///
 /// A new list is a line here, its view type (`views.rs`, with its
-/// `Shows` and `ListedAs`), its REST field and its GraphQL resolver.
+/// `Shows` and `ShownAs`), its REST field and its GraphQL resolver.
 /// `tests/it/product_lists.rs` walks every list declared ([`declared`]).
 macro_rules! product_lists {
     ($then:ident) => {
@@ -56,7 +56,7 @@ pub trait PickColumns {
 }
 
 /// The product column a child list is read for.
-const PARENT: &str = "products.id";
+pub(super) const PARENT: &str = "products.id";
 
 /// One declared list, as the tests see it.
 #[derive(Debug, Clone, Copy)]

@@ -23,7 +23,7 @@ use super::children::{Columns, List};
 use super::counts::{self, Counting, TOTAL, Total};
 use super::keyset::{Slice, Window};
 use super::order;
-use super::product_lists::{Asked, Lists, Read, Statements};
+use super::product_lists::{Asked, Lists, PARENT, Read, Statements};
 use super::product_order::{OrderDirection, ProductKey, ProductOrder, ProductOrderField};
 use super::{
     MAX_CONTAINS_LEN, Page, QueryError, check_length, check_text, check_texts, check_url, contains,
@@ -668,8 +668,6 @@ pub async fn exists(db: &impl ConnectionTrait, id: Uuid) -> Result<bool, DbErr> 
 
 /// The prefix of a joined seller's columns (the products' own keep their names).
 const SELLER: &str = "seller_";
-/// The product column the latest prices are read for.
-const PARENT: &str = "products.id";
 /// The column that carries a product's latest prices (see [`List`]).
 const LATEST_PRICES: &str = "latest_prices";
 /// The column that carries the price a list is ordered by.
