@@ -451,8 +451,17 @@ async fn one_accounts_requests_together_hold_no_more_than_its_share_of_the_pool(
         .map(|_| Noise::start(&app, &key, worst.clone()))
         .collect();
     let from = app.statements();
-    futures_util::future::join_all(loops.iter().map(|(noise, _)| noise.loud(3))).await;
-    let most = app.most_at_once_reading(from..app.statements(), "products");
+    // On a busy machine the loops may overlap less than the share in a
+    // round: they go on until it is reached (20 rounds at most), and every
+    // statement since the first round counts, so the share is never passed.
+    let mut most = 0;
+    for _ in 0..20 {
+        futures_util::future::join_all(loops.iter().map(|(noise, _)| noise.loud(3))).await;
+        most = app.most_at_once_reading(from..app.statements(), "products");
+        if most >= 4 {
+            break;
+        }
+    }
     for (noise, task) in loops {
         noise.stop.store(true, Ordering::SeqCst);
         task.await.expect("a noisy loop");
