@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use super::children::{Columns, List, ShownAs};
 use super::order::{self, Ordered};
-use super::products::within;
+use super::products::{group, within};
 
 /// Calls macro `$then` with every child list of a product, one per line:
 /// `name: table => "graphqlField"`, where
@@ -52,7 +52,7 @@ pub trait ListTable: Ordered {
 /// Picks the columns each list is read with, or `None` not to read it
 /// (a surface's look-ahead: GraphQL reads what the query selects).
 pub trait PickColumns {
-    fn columns<E: ListTable + ShownAs>(&mut self) -> Option<Columns>;
+    fn columns<E: ListTable + ShownAs>(&self) -> Option<Columns>;
 }
 
 /// The product column a child list is read for.
@@ -100,7 +100,7 @@ macro_rules! query_parts {
             pub const ALL: Asked = Asked { $($list: Some(Columns::ALL),)* };
 
             /// Each list with the columns `pick` picks for it.
-            pub fn picked(pick: &mut impl PickColumns) -> Asked {
+            pub fn picked(pick: &impl PickColumns) -> Asked {
                 Asked { $($list: pick.columns::<entity::$table::Entity>(),)* }
             }
         }
@@ -146,8 +146,8 @@ macro_rules! query_parts {
             pub(super) fn of(backend: DbBackend, asked: Asked) -> Result<Statements, DbErr> {
                 Ok(Statements {$(
                     $list: asked.$list.map(|columns| {
-                        let product = entity::$table::Column::ProductId;
-                        List::of::<entity::$table::Entity>(backend, product, PARENT, columns, None)
+                        use entity::$table::Entity;
+                        List::of::<Entity>(backend, Entity::PRODUCT, PARENT, columns, None)
                     }).transpose()?,
                 )*})
             }
@@ -188,10 +188,7 @@ where
         .filter(super::one_of(db, E::PRODUCT, products))
         .all(db)
         .await?;
-    let mut grouped: HashMap<Uuid, Vec<E::Model>> = HashMap::new();
-    for row in rows {
-        grouped.entry(E::product_of(&row)).or_default().push(row);
-    }
+    let mut grouped = group(rows, E::product_of);
     for rows in grouped.values_mut() {
         order::sort::<E>(rows);
     }

@@ -974,7 +974,11 @@ fn views(rows: Rows) -> Vec<ProductView> {
         .collect()
 }
 
-fn group<K: std::hash::Hash + Eq, T>(rows: Vec<T>, key: impl Fn(&T) -> K) -> HashMap<K, Vec<T>> {
+/// `rows` by `key`, each group in the order of `rows`.
+pub(super) fn group<K: std::hash::Hash + Eq, T>(
+    rows: Vec<T>,
+    key: impl Fn(&T) -> K,
+) -> HashMap<K, Vec<T>> {
     let mut out: HashMap<K, Vec<T>> = HashMap::new();
     for row in rows {
         out.entry(key(&row)).or_default().push(row);

@@ -182,7 +182,7 @@ pub fn read_with(nodes: &[Lookahead<'_>]) -> products::With {
     products::With {
         columns: shown::<Product, product::Entity>(nodes).unwrap_or(Columns::NONE),
         sellers: asks("seller"),
-        lists: Asked::picked(&mut Selected(nodes)),
+        lists: Asked::picked(&Selected(nodes)),
         latest_prices: latest_prices_asked(nodes).map(|n| {
             let columns = shown::<PriceObservation, history::Entity>(&history_nodes);
             (n, columns.unwrap_or(Columns::NONE))
@@ -209,7 +209,7 @@ fn at<'a>(nodes: &[Lookahead<'a>], path: &[&str]) -> Vec<Lookahead<'a>> {
 struct Selected<'n, 'a>(&'n [Lookahead<'a>]);
 
 impl PickColumns for Selected<'_, '_> {
-    fn columns<E: ListTable + ShownAs>(&mut self) -> Option<Columns> {
+    fn columns<E: ListTable + ShownAs>(&self) -> Option<Columns> {
         shown::<E::View, E>(&at(self.0, &[E::FIELD]))
     }
 }
