@@ -835,8 +835,8 @@ pub struct ListConfig {
     pub max_sellers_per_lookup: u64,
 
     /// Products a GraphQL `totalCount` counts at most when its filter has
-    /// more than a marketplace and a trust status (those are counted
-    /// exactly from kept counts); past it, `totalCountIsExact` is false and
+    /// more than a marketplace, a trust status and a brand (those are
+    /// counted exactly from kept counts); past it, `totalCountIsExact` is false and
     /// `totalCount` is the bound.
     #[arg(long, env = "VITRINA_COUNT_BOUND", default_value_t = DEFAULT_COUNT_BOUND,
         value_parser = clap::value_parser!(u64).range(1..))]

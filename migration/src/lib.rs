@@ -3,6 +3,7 @@
 
 pub use sea_orm_migration::prelude::*;
 
+mod kept_counts;
 mod m20261122_000001_initial;
 mod m20261122_000002_products_newest_desc;
 mod m20261123_000003_category_newest;
@@ -23,14 +24,17 @@ mod m20261202_000026_lowest_prices;
 mod m20261202_000027_product_orders;
 mod m20261203_000028_price_webhooks;
 mod m20261204_000029_key_scopes;
+mod m20261205_000030_brand_counts;
 
 /// The statements that fill the tables triggers keep (`product_counts`,
-/// `lowest_prices`) afresh from the tables they are kept from, for a bulk
+/// `brand_counts`, `lowest_prices`) afresh from the tables they are kept from, for a bulk
 /// load that drops those triggers while it writes (`vitrina seed` on SQLite).
 pub fn kept_tables_backfill(backend: sea_orm_migration::sea_orm::DbBackend) -> Vec<String> {
     vec![
         "DELETE FROM product_counts".to_owned(),
         m20261130_000023_product_counts::BACKFILL.to_owned(),
+        "DELETE FROM brand_counts".to_owned(),
+        m20261205_000030_brand_counts::BACKFILL.to_owned(),
         "DELETE FROM lowest_prices".to_owned(),
         m20261202_000026_lowest_prices::backfill(backend),
     ]
@@ -62,6 +66,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261202_000027_product_orders::Migration),
             Box::new(m20261203_000028_price_webhooks::Migration),
             Box::new(m20261204_000029_key_scopes::Migration),
+            Box::new(m20261205_000030_brand_counts::Migration),
         ]
     }
 }

@@ -25,7 +25,8 @@
 //! one stripe.
 
 use sea_orm_migration::prelude::*;
-use sea_orm_migration::sea_orm::{ConnectionTrait, DbBackend};
+
+use crate::kept_counts;
 
 #[derive(DeriveMigrationName)]
 pub struct Migration;
@@ -139,35 +140,10 @@ fn sqlite() -> Vec<String> {
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        let statements = match manager.get_database_backend() {
-            DbBackend::Postgres => postgres(),
-            _ => sqlite(),
-        };
-        let db = manager.get_connection();
-        for sql in statements {
-            db.execute_unprepared(&sql).await?;
-        }
-        Ok(())
+        kept_counts::create(manager, postgres, sqlite).await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        let db = manager.get_connection();
-        for trigger in ["insert", "delete", "update", "truncate"] {
-            let drop = match manager.get_database_backend() {
-                DbBackend::Postgres => {
-                    format!("DROP TRIGGER IF EXISTS product_counts_{trigger} ON products")
-                }
-                _ => format!("DROP TRIGGER IF EXISTS product_counts_{trigger}"),
-            };
-            db.execute_unprepared(&drop).await?;
-        }
-        if manager.get_database_backend() == DbBackend::Postgres {
-            for function in ["add", "move", "clear"] {
-                db.execute_unprepared(&format!("DROP FUNCTION product_counts_{function}()"))
-                    .await?;
-            }
-        }
-        db.execute_unprepared("DROP TABLE product_counts").await?;
-        Ok(())
+        kept_counts::drop(manager, "product_counts").await
     }
 }

@@ -1,9 +1,10 @@
 //! Counts of products (GraphQL `totalCount`), none of which reads every
 //! product:
-//! - a filter of only a marketplace and/or a trust status, or none, is
-//!   answered exactly from `product_counts`, which triggers on `products`
-//!   keep true (see its migration): a sum of a few rows, however large the
-//!   catalog;
+//! - a filter of only a marketplace, a trust status and a brand (any of
+//!   them, or none) is answered exactly from the counts triggers on
+//!   `products` keep true (`product_counts`, and `brand_counts` when a
+//!   brand is given; see their migrations): a sum of a few rows, however
+//!   large the catalog or the brand;
 //! - any other filter is counted exactly up to a bound
 //!   (`VITRINA_COUNT_BOUND`): the statement stops at the first match past
 //!   it, and the answer then says only that more than the bound match.
@@ -13,12 +14,15 @@ use sea_orm::{ConnectionTrait, DbErr, QueryResult};
 
 use super::QueryError;
 use super::products::ProductFilter;
+use crate::text;
 
 /// The column that carries a count.
 pub const TOTAL: &str = "total";
 /// The table of kept counts: `n` products of each `marketplace` and
 /// `trust_status`, split over a few rows (see its migration).
 const KEPT: &str = "product_counts";
+/// The same per brand (`brand_key`, the folded brand).
+const KEPT_BY_BRAND: &str = "brand_counts";
 
 /// How many products match a filter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,7 +89,7 @@ pub fn counted(row: &QueryResult) -> Result<u64, DbErr> {
 }
 
 /// Whether the kept counts answer `filter`: it has no condition but a
-/// marketplace and a trust status (empty texts count as absent).
+/// marketplace, a trust status and a brand (empty texts count as absent).
 ///
 /// A price filter is counted up to the bound like any other; the page and
 /// the count test the same `lowest_prices` rows, so the count is exact
@@ -96,21 +100,26 @@ pub fn is_kept(filter: &ProductFilter) -> bool {
         && filter
             .texts()
             .iter()
-            .all(|(_, value)| value.as_deref().is_none_or(str::is_empty))
+            .all(|(name, value)| *name == "brand" || value.as_deref().is_none_or(str::is_empty))
 }
 
-/// The sum of the kept counts of `filter`'s marketplace and trust status
-/// (a few rows each, see the migration), as a BIGINT: PostgreSQL sums
-/// bigints as numerics.
+/// The sum of the kept counts of `filter`'s brand, marketplace and trust
+/// status (a few rows each, see the migrations), as a BIGINT: PostgreSQL
+/// sums bigints as numerics.
 fn kept(filter: &ProductFilter) -> SelectStatement {
-    let column = |name: &str| Expr::col((Alias::new(KEPT), Alias::new(name)));
+    let brand = filter.brand.as_deref().filter(|brand| !brand.is_empty());
+    let table = Alias::new(if brand.is_some() { KEPT_BY_BRAND } else { KEPT });
+    let column = |name: &str| Expr::col((table.clone(), Alias::new(name)));
     let mut select = Query::select();
     select
         .expr_as(
             Expr::cust("CAST(COALESCE(SUM(n), 0) AS BIGINT)"),
             Alias::new(TOTAL),
         )
-        .from(Alias::new(KEPT));
+        .from(table.clone());
+    if let Some(brand) = brand {
+        select.and_where(column("brand_key").eq(text::fold(brand)));
+    }
     if let Some(marketplace) = filter.marketplace {
         select.and_where(column("marketplace").eq(marketplace.as_str()));
     }

@@ -1,12 +1,16 @@
 //! Counts of products (`totalCount`, `totalCountIsExact`): a filter of
-//! nothing but a marketplace and a trust status is answered exactly from the
-//! counts the database keeps, whoever writes the products (the merge, the
+//! nothing but a marketplace, a trust status and a brand is answered
+//! exactly from the counts the database keeps, whoever writes the products (the merge, the
 //! seed, plain SQL), without reading a product; any other filter is exact
 //! up to the count bound and says when it is not. On both databases.
 
 use chrono::TimeDelta;
+use std::collections::BTreeMap;
+
 use entity::{Marketplace, TrustStatus, product};
-use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QuerySelect,
+};
 use serde_json::{Value, json};
 use vitrina::config::{ListConfig, Settings};
 
@@ -67,6 +71,65 @@ async fn assert_kept_counts_true(app: &TestApp, key: &str) {
     }
 }
 
+/// Every count of a brand the kept counts answer (alone, with each
+/// marketplace, with each trust status) is exact and equal to what the
+/// products' own rows give, for the first `brands` brands by key and one
+/// that no product has; each brand's counts in one request.
+async fn assert_brand_counts_true(app: &TestApp, key: &str, brands: usize) {
+    let rows: Vec<(Option<String>, Marketplace, TrustStatus)> = product::Entity::find()
+        .select_only()
+        .columns([
+            product::Column::Brand,
+            product::Column::Marketplace,
+            product::Column::TrustStatus,
+        ])
+        .into_tuple()
+        .all(&app.db)
+        .await
+        .expect("products");
+    // Every product of a brand by its case-folded key, as the filter matches.
+    let mut by_brand: BTreeMap<String, (String, Vec<(Marketplace, TrustStatus)>)> = BTreeMap::new();
+    for (brand, marketplace, status) in rows.into_iter() {
+        let Some(brand) = brand else { continue };
+        let entry = by_brand
+            .entry(brand.to_lowercase())
+            .or_insert((brand, Vec::new()));
+        entry.1.push((marketplace, status));
+    }
+    let checked = by_brand.into_values().take(brands);
+    let nobody = ("Ни у кого".to_owned(), Vec::new());
+    for (brand, products) in checked.chain([nobody]) {
+        let mut query = String::from("query($brand: String) {\n");
+        let mut expected = serde_json::Map::new();
+        let mut add = |alias: String, condition: String, n: usize| {
+            query += &format!(
+                "{alias}: products(first: 0, filter: {{ brand: $brand {condition} }}) {{ totalCount totalCountIsExact }}\n"
+            );
+            expected.insert(alias, json!({ "totalCount": n, "totalCountIsExact": true }));
+        };
+        add("all".into(), String::new(), products.len());
+        for m in Marketplace::ALL {
+            let n = products.iter().filter(|(pm, _)| pm == m).count();
+            add(
+                format!("m_{}", m.as_str()),
+                format!("marketplace: {}", graphql_name(m.as_str())),
+                n,
+            );
+        }
+        for s in TrustStatus::ALL {
+            let n = products.iter().filter(|(_, ps)| ps == s).count();
+            add(
+                format!("s_{}", s.as_str()),
+                format!("trustStatus: {}", graphql_name(s.as_str())),
+                n,
+            );
+        }
+        query += "}";
+        let d = data(app, key, &query, json!({ "brand": brand.to_uppercase() })).await;
+        assert_eq!(d, Value::Object(expected), "{brand}");
+    }
+}
+
 async fn merge_all(app: &TestApp) {
     app.jobs().tick().await.expect("tick");
 }
@@ -118,6 +181,22 @@ async fn kept_counts_follow_new_products_and_trust_changes_through_the_merge() {
         (1, true)
     );
     assert_kept_counts_true(&app, &key).await;
+    assert_brand_counts_true(&app, &key, usize::MAX).await;
+
+    // Product 3 changes its brand.
+    app.clock.advance(TimeDelta::hours(1));
+    send(
+        &app,
+        &key,
+        vec![with(item("3"), &["brand"], json!("Tefal"))],
+    )
+    .await;
+    merge_all(&app).await;
+    assert_eq!(
+        count(&app, &key, json!({ "brand": "tefal" })).await,
+        (1, true)
+    );
+    assert_brand_counts_true(&app, &key, usize::MAX).await;
 
     // A delete, by hand: the database keeps the count, not the code.
     app.db
@@ -126,6 +205,7 @@ async fn kept_counts_follow_new_products_and_trust_changes_through_the_merge() {
         .expect("delete");
     assert_eq!(count(&app, &key, json!({})).await, (3, true));
     assert_kept_counts_true(&app, &key).await;
+    assert_brand_counts_true(&app, &key, usize::MAX).await;
 }
 
 #[tokio::test]
@@ -136,9 +216,11 @@ async fn kept_counts_are_true_after_vitrina_seed_and_read_no_product() {
     let key = app.key("acme").await;
     assert_eq!(count(&app, &key, json!({})).await, (6000, true));
     assert_kept_counts_true(&app, &key).await;
+    assert_brand_counts_true(&app, &key, 20).await;
 
     let before = app.statements();
-    let query = "{ products(first: 0, filter: { marketplace: OZON }) { totalCount } }";
+    let query = "{ products(first: 0, filter: { marketplace: OZON }) { totalCount }
+        b: products(first: 0, filter: { brand: \"Redmond\" }) { totalCount } }";
     data(&app, &key, query, json!({})).await;
     let counting: Vec<String> = app
         .statement_texts(before)
@@ -177,7 +259,7 @@ async fn other_filters_count_exactly_up_to_the_bound_and_say_when_more_match() {
 
     // Past the bound: the bound, not exact.
     assert_eq!(
-        count(&app, &key, json!({ "brand": "redmond" })).await,
+        count(&app, &key, json!({ "category": "Чайники" })).await,
         (3, false)
     );
     assert_eq!(
@@ -186,7 +268,7 @@ async fn other_filters_count_exactly_up_to_the_bound_and_say_when_more_match() {
     );
     // At or under it: exact.
     assert_eq!(
-        count(&app, &key, json!({ "brand": "tefal" })).await,
+        count(&app, &key, json!({ "sellerCode": "RM-6" })).await,
         (1, true)
     );
     assert_eq!(
@@ -203,7 +285,12 @@ async fn other_filters_count_exactly_up_to_the_bound_and_say_when_more_match() {
         count(&app, &key, json!({ "marketplace": "OZON", "brand": "" })).await,
         (6, true)
     );
+    assert_eq!(
+        count(&app, &key, json!({ "brand": "redmond" })).await,
+        (5, true)
+    );
     assert_kept_counts_true(&app, &key).await;
+    assert_brand_counts_true(&app, &key, usize::MAX).await;
 
     // A seller's products are counted up to the bound too, once for both
     // fields.
@@ -224,7 +311,7 @@ async fn exactly_the_bound_is_exact() {
     send(&app, &key, items).await;
     merge_all(&app).await;
     assert_eq!(
-        count(&app, &key, json!({ "brand": "redmond" })).await,
+        count(&app, &key, json!({ "category": "Чайники" })).await,
         (5, true)
     );
 }

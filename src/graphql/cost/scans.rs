@@ -6,8 +6,8 @@
 //! substring finds none after reading them all). Those are costed by the
 //! rows they may read:
 //! - a count of products (`totalCount` of a products list) whose filter
-//!   has nothing but a marketplace and a trust status sums a few kept
-//!   counts (`query::counts`): [`KEPT_COUNT`] points, whatever the catalog;
+//!   has nothing but a marketplace, a trust status and a brand sums a
+//!   few kept counts (`query::counts`): [`KEPT_COUNT`] points, whatever the catalog;
 //! - any other count of products stops past the count bound
 //!   (`VITRINA_COUNT_BOUND`): 1 point plus one per [`ROWS_PER_POINT`]
 //!   products of the bound;
@@ -384,7 +384,7 @@ mod tests {
     }
 
     #[test]
-    fn a_count_the_kept_counts_answer_costs_the_same_whatever_its_marketplace_and_status() {
+    fn a_count_the_kept_counts_answer_costs_the_same_whatever_its_marketplace_status_and_brand() {
         let costs = ScanCosts::of(&TableRows::default(), 10_000);
         let kept = ProductFilter {
             marketplace: Some(entity::Marketplace::Ozon),
@@ -396,9 +396,15 @@ mod tests {
         assert_eq!(count_of(&Some(kept), &costs), KEPT_COUNT);
         let branded = ProductFilter {
             brand: Some("Acme".into()),
+            marketplace: Some(entity::Marketplace::Ozon),
             ..ProductFilter::default()
         };
-        assert_eq!(count_of(&Some(branded), &costs), costs.bounded_count);
+        assert_eq!(count_of(&Some(branded), &costs), KEPT_COUNT);
+        let coded = ProductFilter {
+            seller_code: Some("A-1".into()),
+            ..ProductFilter::default()
+        };
+        assert_eq!(count_of(&Some(coded), &costs), costs.bounded_count);
     }
 
     #[test]

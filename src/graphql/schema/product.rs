@@ -97,7 +97,7 @@ impl ProductTotal {
 #[Object]
 impl ProductTotal {
     /// Products in the whole list, across all pages. Exact when the list's
-    /// filter has nothing but a marketplace and a trust status (or
+    /// filter has nothing but a marketplace, a trust status and a brand (or
     /// nothing): those counts are kept as products change, and cost 1
     /// complexity point. Any other filter is counted up to a bound
     /// (`VITRINA_COUNT_BOUND`, 10,000 unless configured), for 1 point plus

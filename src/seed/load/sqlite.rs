@@ -3,7 +3,8 @@
 //!
 //! SQLite has only row triggers, so the triggers of the loaded tables are
 //! dropped with their indexes, and the tables they keep (`product_counts`,
-//! `lowest_prices`) filled once at the end, as the migrations fill them.
+//! `brand_counts`, `lowest_prices`) filled once at the end, as the
+//! migrations fill them.
 //!
 //! That connection checks no foreign keys (the generator makes every
 //! reference before it is used; a test runs `PRAGMA foreign_key_check`),
