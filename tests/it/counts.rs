@@ -232,6 +232,15 @@ async fn kept_counts_are_true_after_vitrina_seed_and_read_no_product() {
         Vec::<String>::new(),
         "no statement counts products"
     );
+
+    // The seed left the triggers keeping the counts as it found them.
+    app.db
+        .execute_unprepared("DELETE FROM products WHERE id IN (SELECT id FROM products LIMIT 1)")
+        .await
+        .expect("delete");
+    assert_eq!(count(&app, &key, json!({})).await, (5999, true));
+    assert_kept_counts_true(&app, &key).await;
+    assert_brand_counts_true(&app, &key, 20).await;
 }
 
 /// The app with counts bounded at `bound`.

@@ -7,6 +7,10 @@
 //! `lock_timeout` (`VITRINA_DB_WAIT_MS`) and held until the commit: readers
 //! of the catalog wait for the load, which is meant for a new database.
 //!
+//! The triggers of the loaded tables, which keep `product_counts`,
+//! `brand_counts` and `lowest_prices`, are disabled for the load, and those
+//! tables filled once at the end, as the migrations fill them.
+//!
 //! The binary format spares both sides the text of timestamps, UUIDs and
 //! numbers: the generator copies their bytes, and the server does not parse
 //! them.
@@ -24,7 +28,8 @@ use chrono::Datelike;
 use sea_orm::sqlx::postgres::PgRow;
 use sea_orm::sqlx::{self, AssertSqlSafe, Postgres, Row, Transaction};
 use sea_orm::{
-    DatabaseConnection, DbErr, EntityTrait, IdenStatic, Iterable, ModelTrait, RuntimeErr, Value,
+    DatabaseConnection, DbBackend, DbErr, EntityTrait, IdenStatic, Iterable, ModelTrait,
+    RuntimeErr, Value,
 };
 
 use super::{Encoder, Rows, occupied_tables_query, tables};
@@ -105,10 +110,21 @@ impl Load {
         if !occupied.is_empty() {
             return Ok(Err(occupied));
         }
-        let (drop, restore) = take_down(&mut txn, &tables).await?;
+        let (drop, mut restore) = take_down(&mut txn, &tables).await?;
         for statement in drop {
             run(&mut txn, statement).await?;
         }
+        // The triggers that keep counts and lowest prices would write them
+        // once per `COPY`; as on SQLite, they are filled once at the end.
+        for table in &tables {
+            run(
+                &mut txn,
+                format!("ALTER TABLE {table} DISABLE TRIGGER USER"),
+            )
+            .await?;
+            restore.push(format!("ALTER TABLE {table} ENABLE TRIGGER USER"));
+        }
+        restore.extend(migration::kept_tables_backfill(DbBackend::Postgres));
         run(&mut txn, format!("TRUNCATE {}", tables.join(", "))).await?;
         run(
             &mut txn,
