@@ -27,8 +27,9 @@ mod m20261204_000029_key_scopes;
 mod m20261205_000030_brand_counts;
 
 /// The statements that fill the tables triggers keep (`product_counts`,
-/// `brand_counts`, `lowest_prices`) afresh from the tables they are kept from, for a bulk
-/// load that drops those triggers while it writes (`vitrina seed` on SQLite).
+/// `brand_counts`, `lowest_prices`) afresh from the tables they are kept
+/// from, for a bulk load that drops or disables those triggers while it
+/// writes (`vitrina seed`).
 pub fn kept_tables_backfill(backend: sea_orm_migration::sea_orm::DbBackend) -> Vec<String> {
     vec![
         "DELETE FROM product_counts".to_owned(),
