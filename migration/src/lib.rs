@@ -25,6 +25,9 @@ mod m20261202_000027_product_orders;
 mod m20261203_000028_price_webhooks;
 mod m20261204_000029_key_scopes;
 mod m20261205_000030_brand_counts;
+mod m20261206_000031_name_pairs;
+
+pub use m20261206_000031_name_pairs::NAME_PAIRS;
 
 /// The statements that fill the tables triggers keep (`product_counts`,
 /// `brand_counts`, `lowest_prices`) afresh from the tables they are kept
@@ -68,6 +71,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000028_price_webhooks::Migration),
             Box::new(m20261204_000029_key_scopes::Migration),
             Box::new(m20261205_000030_brand_counts::Migration),
+            Box::new(m20261206_000031_name_pairs::Migration),
         ]
     }
 }

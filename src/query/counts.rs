@@ -136,6 +136,8 @@ pub async fn products(
     bound: u64,
 ) -> Result<Total, QueryError> {
     filter.validate()?;
+    let probed = super::name_parts::probe(db, filter).await?;
+    let filter = &*probed.reading(bound.saturating_add(1));
     let counting = Counting::of(filter, bound);
     let row = db.query_one(&counting.statement).await?;
     let counted = row.map(|row| counted(&row)).transpose()?.unwrap_or(0);

@@ -179,7 +179,7 @@ impl<K: Key> Window<K> {
         for column in columns {
             select = select.order_by(column.clone(), order.clone());
         }
-        select.limit(self.size() + u64::from(self.peek))
+        select.limit(self.reads())
     }
 
     /// The page out of the rows [`Window::bound`] read, in natural order.
@@ -205,6 +205,11 @@ impl<K: Key> Window<K> {
 
     fn size(&self) -> u64 {
         self.last.or(self.first).unwrap_or(DEFAULT_PAGE)
+    }
+
+    /// How many rows [`Window::bound`] reads at most.
+    pub fn reads(&self) -> u64 {
+        self.size() + u64::from(self.peek)
     }
 }
 

@@ -12,6 +12,7 @@ pub mod estimate;
 pub mod keyset;
 pub mod leading;
 pub mod movers;
+pub mod name_parts;
 pub mod order;
 pub mod prices;
 pub mod product_lists;
@@ -31,6 +32,8 @@ use sea_orm::{
     Select,
 };
 use uuid::Uuid;
+
+use name_parts::Run;
 
 /// Errors of the query layer. Surfaces map each variant to their own codes
 /// (REST and GraphQL through `ApiError`). Deliberately not `Display`: nothing can
@@ -241,21 +244,24 @@ fn check_texts(texts: &[(&str, &Option<String>)]) -> Result<(), QueryError> {
 /// each row (1.8 s for `x1` at 1,000,000 products). The column is then
 /// hidden from that index (`|| ''`), and a page walks the list's own order
 /// instead, through an index that carries the text (migration 25), so it
-/// stops once its rows are found: 2 ms for page 1 of `x1`.
+/// stops once its rows are found: 2 ms for page 1 of `x1`. A name part is
+/// tested as [`name_parts`] chooses, once probed.
 fn contains(column: impl ColumnTrait, part: &str) -> Expr {
-    use sea_orm::ExprTrait;
     let folded = crate::text::fold(part);
     let pattern = contains_pattern(&folded);
-    let trigram = folded
-        .split(|c: char| !c.is_alphanumeric())
-        .any(|word| word.chars().nth(2).is_some());
-    if trigram {
-        column.like(pattern)
-    } else {
-        Expr::col(column.as_column_ref())
-            .binary(BinOper::Custom("||"), "")
-            .like(pattern)
+    match name_parts::run(&folded) {
+        Run::Trigram => column.like(pattern),
+        Run::Pair | Run::Letter => hidden(column, pattern),
     }
+}
+
+/// `column` matches `pattern`, tested where the text is read: the column
+/// is hidden from its indexes (`|| ''`).
+fn hidden(column: impl ColumnTrait, pattern: LikeExpr) -> Expr {
+    use sea_orm::ExprTrait;
+    Expr::col(column.as_column_ref())
+        .binary(BinOper::Custom("||"), "")
+        .like(pattern)
 }
 
 /// A `LIKE` pattern matching `folded` anywhere, with wildcards in it escaped.

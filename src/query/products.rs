@@ -27,6 +27,7 @@ use super::product_lists::{Asked, Lists, PARENT, Read, Statements};
 use super::product_order::{OrderDirection, ProductKey, ProductOrder, ProductOrderField};
 use super::{
     MAX_CONTAINS_LEN, Page, QueryError, check_length, check_text, check_texts, check_url, contains,
+    name_parts::{self, NameLookup},
 };
 use crate::text;
 
@@ -73,6 +74,10 @@ pub struct ProductFilter {
     /// quantity is above 0, or, with no quantity known, when its stock
     /// status is known and not `out_of_stock`. GraphQL only.
     pub in_stock: Option<bool>,
+    /// How `name_contains` is found, which the query layer chooses by a
+    /// probe ([`name_parts::probe`]); the answer is the same either way.
+    #[graphql(skip)]
+    pub name_lookup: NameLookup,
 }
 
 /// Most ids one products filter may list.
@@ -102,6 +107,7 @@ impl ProductFilter {
             price_min: _,
             price_max: _,
             in_stock: _,
+            name_lookup: _,
         } = self;
         [
             ("seller_id", seller_id),
@@ -248,7 +254,7 @@ impl ProductFilter {
             cond = cond.add(product::Column::BrandKey.eq(text::fold(brand)));
         }
         if let Some(part) = given(&self.name_contains) {
-            cond = cond.add(contains(product::Column::NameSearch, part));
+            cond = cond.add(name_parts::name_holds(part, self.name_lookup));
         }
         if let Some(status) = self.trust_status {
             cond = cond.add(product::Column::TrustStatus.eq(status));
@@ -589,13 +595,18 @@ pub async fn connection(
             )));
         }
     }
+    let probed = name_parts::probe(db, filter).await?;
+    let filter = &*probed.reading(window.reads());
     let (columns, direction) = filter.order_columns(order);
     let select = window.bound(filter.matching_in(order), &columns, direction);
     let with = With {
         order_price: order.field == ProductOrderField::Price,
         ..with
     };
-    let counting = count_bound.map(|bound| Counting::of(filter, bound));
+    // A count reads more rows than a page, which may tip the lookup.
+    let count_filter = count_bound.map(|bound| probed.reading(bound.saturating_add(1)));
+    let count_filter = count_filter.as_deref().unwrap_or(filter);
+    let counting = count_bound.map(|bound| Counting::of(count_filter, bound));
     let statement = counting.as_ref().map(|c| c.statement.clone());
     let rows = read(db, select, with, statement, budget).await?;
     if with.order_price
@@ -609,7 +620,7 @@ pub async fn connection(
     // A page with no rows has none to carry the count.
     let total = match (count_bound, &counting, rows.total) {
         (Some(_), Some(counting), Some(counted)) => Some(counting.total(counted)),
-        (Some(bound), _, None) => Some(counts::products(db, filter, bound).await?),
+        (Some(bound), _, None) => Some(counts::products(db, count_filter, bound).await?),
         _ => None,
     };
     Ok(ProductPage {
@@ -902,6 +913,10 @@ pub async fn list(
     budget: &ResponseBudget,
 ) -> Result<(Vec<ProductView>, bool), QueryError> {
     filter.validate()?;
+    let need = page
+        .offset()
+        .map_or(0, |skip| skip.saturating_add(page.page_size + 1));
+    let filter = &*name_parts::probe(db, filter).await?.reading(need);
     let Some(select) = page_select(filter, page) else {
         return Ok((Vec::new(), false));
     };

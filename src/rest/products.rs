@@ -100,6 +100,7 @@ pub async fn list(
         price_min: None,
         price_max: None,
         in_stock: None,
+        ..ProductFilter::default()
     };
     let page = within_window(
         Page::clamped(q.page, q.page_size),

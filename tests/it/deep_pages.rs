@@ -4,6 +4,8 @@
 //! reach (`VITRINA_PRODUCTS_PAGE_WINDOW`) a page is refused, pointing to
 //! the GraphQL cursors.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use sea_orm::{ConnectionTrait, DbBackend, Statement, TransactionTrait};
 use serde_json::Value;
 use vitrina::config::{Limits, ListConfig, Settings};
@@ -305,26 +307,48 @@ async fn a_page_past_the_window_is_refused_naming_the_limit_and_the_cursors() {
     );
 }
 
-/// A substring part with no three letters or digits in a row gives the
-/// trigram index nothing to narrow by, so it is tested beside the list's
-/// own order and never through that index (PostgreSQL would read every
-/// entry of it); a longer part still uses it. Seen in the plan of the
-/// count with only bitmap scans allowed, the trigram index's kind, so it
-/// is used wherever the part lets it. SQLite has no trigram index.
+/// A name part that few products hold is looked up on PostgreSQL in the
+/// index that narrows it (`products_name_search_trgm` for three letters
+/// or digits in a row, `products_name_pairs` for two), the probe of the
+/// newest products having found it rare; a common one walks the list,
+/// hidden from both, as does a part no index narrows (PostgreSQL would
+/// read every entry of the index). Seen in the plan of the count with
+/// only bitmap scans allowed, the indexes' kind, so an index is used
+/// wherever the filter lets it. On both databases the answers are the
+/// products that hold the part.
 #[tokio::test]
-async fn a_part_too_short_for_trigrams_never_reads_the_trigram_index() {
+async fn a_rare_name_part_is_looked_up_in_its_index_and_a_common_one_walks() {
     let (app, key) = demo(ListConfig::default()).await;
-    if app.db.get_database_backend() != DbBackend::Postgres {
-        return;
+    let names = product_names(&app).await;
+    let holding = |part: &str| -> Vec<String> {
+        let mut ids: Vec<String> = names
+            .iter()
+            .filter(|(_, name)| name.contains(part))
+            .map(|(id, _)| id.clone())
+            .collect();
+        ids.sort();
+        ids
+    };
+    let (pairs, trigram) = ("products_name_pairs", "products_name_search_trgm");
+    let mut parts = vec![("о".to_owned(), None), ("a-b".to_owned(), None)];
+    for (length, index, absent) in [(2, pairs, "qz"), (3, trigram, "qzx")] {
+        let held = runs_held(&names, length);
+        let (common, most) = held.iter().max_by_key(|(_, n)| **n).unwrap();
+        assert!(*most as u64 >= PRODUCTS / 3, "{common} is held by {most}");
+        let (rare, _) = held.iter().find(|(_, n)| **n <= 3).unwrap();
+        assert!(!held.contains_key(absent));
+        parts.push((common.clone(), None));
+        parts.push((rare.clone(), Some(index)));
+        parts.push((absent.to_owned(), Some(index)));
     }
     let query = "query($part: String) { products(first: 1, filter: { nameContains: $part }) { totalCount } }";
-    for (part, narrows) in [
-        ("о", false),
-        ("x1", false),
-        ("ab-cd", false),
-        ("black", true),
-    ] {
+    for (part, index) in parts {
         let from = app.statements();
+        let path = format!("/v1/products?name_contains={part}&page_size=500");
+        let page = app.json_as(&key, &path).await;
+        let mut listed = ids(page["data"].as_array().unwrap());
+        listed.sort();
+        assert_eq!(listed, holding(&part), "{part}");
         let body = serde_json::json!({ "query": query, "variables": { "part": part } });
         let answer: Value = app
             .post_as(&key, "/graphql", &body)
@@ -332,26 +356,66 @@ async fn a_part_too_short_for_trigrams_never_reads_the_trigram_index() {
             .json()
             .await
             .unwrap();
-        assert!(answer["errors"].is_null(), "{answer}");
+        let total = &answer["data"]["products"]["totalCount"];
+        assert_eq!(total, holding(&part).len(), "{part}: {answer}");
+        if app.db.get_database_backend() != DbBackend::Postgres {
+            continue;
+        }
         let count = app
             .statements_reading(from, "products")
             .into_iter()
-            .find(|s| s.contains("COUNT"))
+            .rfind(|s| s.contains("COUNT"))
             .expect("a count statement");
         let plan = explain(
             &app,
             &format!("EXPLAIN (FORMAT JSON) {count}"),
-            "SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off; \
-             SET LOCAL enable_indexonlyscan = off",
+            BITMAPS_ONLY,
         )
         .await
         .join("\n");
-        assert_eq!(
-            plan.contains("products_name_search_trgm"),
-            narrows,
-            "{part}: {plan}"
-        );
+        for name in [pairs, trigram] {
+            assert_eq!(plan.contains(name), index == Some(name), "{part}: {plan}");
+        }
     }
+}
+
+/// Only bitmap scans allowed, the name indexes' kind.
+const BITMAPS_ONLY: &str = "SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off; \
+                            SET LOCAL enable_indexonlyscan = off";
+
+/// The runs of `length` letters or digits the names hold, with how many
+/// products hold each.
+fn runs_held(names: &[(String, String)], length: usize) -> BTreeMap<String, usize> {
+    let mut held: BTreeMap<String, usize> = BTreeMap::new();
+    for (_, name) in names {
+        let chars: Vec<char> = name.chars().collect();
+        let runs: BTreeSet<String> = chars
+            .windows(length)
+            .filter(|run| run.iter().all(|c| c.is_alphanumeric()))
+            .map(|run| run.iter().collect())
+            .collect();
+        for run in runs {
+            *held.entry(run).or_default() += 1;
+        }
+    }
+    held
+}
+
+/// Every product's id and folded names (`name_search`), read from the table.
+async fn product_names(app: &TestApp) -> Vec<(String, String)> {
+    let backend = app.db.get_database_backend();
+    let sql = "SELECT id, name_search FROM products";
+    let rows = app
+        .db
+        .query_all_raw(Statement::from_string(backend, sql))
+        .await
+        .unwrap();
+    rows.iter()
+        .map(|row| {
+            let id: uuid::Uuid = row.try_get_by_index(0).unwrap();
+            (id.to_string(), row.try_get_by_index(1).unwrap())
+        })
+        .collect()
 }
 
 /// A page whose filter tests each row it walks (a substring, or two of
