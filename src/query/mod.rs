@@ -256,11 +256,12 @@ fn contains(column: impl ColumnTrait, part: &str) -> Expr {
 }
 
 /// `column` matches `pattern`, tested where the text is read: the column
-/// is hidden from its indexes (`|| ''`).
+/// is hidden from its indexes (`|| ''`, the empty text written in the
+/// statement, not bound: nothing about it varies).
 fn hidden(column: impl ColumnTrait, pattern: LikeExpr) -> Expr {
     use sea_orm::ExprTrait;
     Expr::col(column.as_column_ref())
-        .binary(BinOper::Custom("||"), "")
+        .binary(BinOper::Custom("||"), Expr::cust("''"))
         .like(pattern)
 }
 
