@@ -3,13 +3,14 @@
 //! characters (`qz`, `x1`), which has no trigram of its own and so nothing
 //! to look up in `products_name_search_trgm`, has some (`qqz`, `qzz`).
 //!
-//! Without it, a page of such a part that few products hold walks the whole
-//! newest-first list before it can answer: 339 ms for `name_contains=qz`
-//! at 1,000,000 products (docs/rest.md). The query layer asks this index
-//! only when a probe of the newest products finds the part rare
-//! (`query::name_parts`): pg_trgm's estimates cannot tell a rare pair from
-//! a common one, and a common pair read through it costs more than the
-//! walk. SQLite has no trigram index and keeps walking.
+//! Without it, a page of such a part that few products hold walks the
+//! whole newest-first list before it can answer: 473-506 ms for
+//! `name_contains=qz` at 1,000,000 products (bench/README.md). The query
+//! layer asks this index only when a probe of the newest products finds
+//! the part rare (`query::name_parts`): the planner's estimates cannot
+//! tell a rare pair from a common one, and a common pair read through the
+//! index costs more than the walk. SQLite has no trigram index and keeps
+//! walking.
 
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::sea_orm::{ConnectionTrait, DbBackend};

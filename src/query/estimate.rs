@@ -56,6 +56,21 @@ impl TableRows {
     }
 }
 
+/// PostgreSQL's estimate of a table's rows (see the module), over
+/// [`POSTGRES_TABLES`].
+const POSTGRES_ESTIMATE: &str = "GREATEST(c.reltuples::bigint, COALESCE(s.n_live_tup, 0))::bigint";
+/// The catalog rows a [`POSTGRES_ESTIMATE`] reads, per table.
+const POSTGRES_TABLES: &str = "pg_class c LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid";
+
+/// PostgreSQL's estimate of `table`'s rows as a scalar subquery, for a
+/// statement that needs it beside its own answer. `table` must be an
+/// entity's own name, not input.
+pub fn postgres_rows(table: &str) -> String {
+    format!(
+        "(SELECT {POSTGRES_ESTIMATE} FROM {POSTGRES_TABLES} WHERE c.oid = to_regclass('{table}'))"
+    )
+}
+
 /// The estimated rows of every table of [`TableRows`], in one statement.
 pub async fn table_rows(db: &impl ConnectionTrait) -> Result<TableRows, DbErr> {
     let backend = db.get_database_backend();
@@ -67,10 +82,8 @@ pub async fn table_rows(db: &impl ConnectionTrait) -> Result<TableRows, DbErr> {
                 .map(|t| format!("to_regclass('{t}')"))
                 .collect();
             format!(
-                "SELECT c.relname::text AS name, \
-                 GREATEST(c.reltuples::bigint, COALESCE(s.n_live_tup, 0))::bigint AS estimate \
-                 FROM pg_class c LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid \
-                 WHERE c.oid IN ({})",
+                "SELECT c.relname::text AS name, {POSTGRES_ESTIMATE} AS estimate \
+                 FROM {POSTGRES_TABLES} WHERE c.oid IN ({})",
                 tables.join(", ")
             )
         }

@@ -3,7 +3,7 @@
 //!
 //! The walk stops once it has found the rows it needs: cheap for a common
 //! part, but a part few products hold walks the whole list before it can
-//! answer (`name_contains=qz`, 339 ms at 1,000,000 products). An index
+//! answer (`name_contains=qz`, 473-506 ms at 1,000,000 products). An index
 //! finds a part's products at a cost that follows how many hold it:
 //! `products_name_search_trgm` for a part with three letters or digits in
 //! a row, `products_name_pairs` (migration 31) for one with two. For a
@@ -23,11 +23,11 @@ use std::borrow::Cow;
 
 use entity::product;
 use sea_orm::sea_query::{Alias, Asterisk, Expr, ExprTrait, Query, SelectStatement};
-use sea_orm::{ColumnTrait, ConnectionTrait, DbBackend, DbErr};
+use sea_orm::{ConnectionTrait, DbBackend, DbErr, EntityName};
 
 use super::counts::{self, TOTAL};
 use super::products::ProductFilter;
-use super::{contains_pattern, hidden, order};
+use super::{contains, contains_pattern, estimate, hidden, order};
 use crate::text;
 
 /// How many of the newest products a probe tests.
@@ -36,8 +36,8 @@ const PROBED: u64 = 5_000;
 /// common is walked whatever the page.
 const FOUND_CAP: u64 = PROBED / 10;
 /// The column of the probe's answer holding the catalog's size, as the
-/// database last estimated it.
-const PRODUCTS: &str = "products";
+/// database estimates it ([`estimate::postgres_rows`]).
+const ESTIMATED: &str = "estimated_products";
 
 /// The longest run of letters or digits in a folded part: what the
 /// trigram indexes can narrow it by.
@@ -153,8 +153,8 @@ pub async fn probe<'f>(
     let row = db.query_one(&probe_statement(part)).await?;
     let row = row.ok_or_else(|| DbErr::RecordNotFound("the probe's answer".into()))?;
     let held = counts::counted(&row)?;
-    // Never analysed, the estimate is 0; the catalog holds at least those found.
-    let products = u64::try_from(row.try_get::<i64>("", PRODUCTS)?).unwrap_or(0);
+    // An estimate may lag the table; the catalog holds at least those found.
+    let products = u64::try_from(row.try_get::<i64>("", ESTIMATED)?).unwrap_or(0);
     Ok(Probed {
         filter,
         found: Some(Found {
@@ -165,16 +165,15 @@ pub async fn probe<'f>(
     })
 }
 
-/// The name holds `part`, tested as `lookup` says.
+/// The name holds `part`, tested as `lookup` says: unprobed, as every
+/// substring is ([`contains`]).
 pub(super) fn name_holds(part: &str, lookup: NameLookup) -> Expr {
-    let folded = text::fold(part);
     let column = product::Column::NameSearch;
+    let folded = text::fold(part);
     match (lookup, run(&folded)) {
+        (NameLookup::Walk, _) => hidden(column, contains_pattern(&folded)),
         (NameLookup::Index, Run::Pair) => in_pairs(&folded),
-        (NameLookup::Index | NameLookup::Unprobed, Run::Trigram) => {
-            column.like(contains_pattern(&folded))
-        }
-        _ => hidden(column, contains_pattern(&folded)),
+        _ => contains(column, part),
     }
 }
 
@@ -217,11 +216,10 @@ fn probe_statement(part: &str) -> SelectStatement {
             contains_pattern(&text::fold(part)),
         ))
         .limit(FOUND_CAP);
-    let estimated = "CAST(GREATEST((SELECT reltuples FROM pg_class \
-                     WHERE oid = 'products'::regclass), 0) AS BIGINT)";
+    let estimated = estimate::postgres_rows(product::Entity.table_name());
     Query::select()
         .expr_as(Expr::col(Asterisk).count(), Alias::new(TOTAL))
-        .expr_as(Expr::cust(estimated), Alias::new(PRODUCTS))
+        .expr_as(Expr::cust(estimated), Alias::new(ESTIMATED))
         .from_subquery(hits, Alias::new("hits"))
         .to_owned()
 }
