@@ -5,6 +5,7 @@
 use std::net::SocketAddr;
 
 use crate::query::Page;
+use crate::query::counts::CountLimits;
 use clap::Args;
 
 /// Where the embedded default database lives: a SQLite file created on first start.
@@ -841,6 +842,18 @@ pub struct ListConfig {
     #[arg(long, env = "VITRINA_COUNT_BOUND", default_value_t = DEFAULT_COUNT_BOUND,
         value_parser = clap::value_parser!(u64).range(1..))]
     pub count_bound: u64,
+    /// Entries a GraphQL `totalCount` of a name part alone (`nameContains`)
+    /// may read on PostgreSQL, walked or found through an index, before it
+    /// is estimated instead: `totalCount` is then an estimate from a sample
+    /// of `VITRINA_COUNT_SAMPLE` products and `totalCountIsExact` is false.
+    #[arg(long, env = "VITRINA_COUNT_MAX_READS", default_value_t = DEFAULT_COUNT_MAX_READS,
+        value_parser = clap::value_parser!(u64).range(1..))]
+    pub count_max_reads: u64,
+    /// Products an estimated `totalCount` tests: the catalog's pages that
+    /// hold about as many, a random sample of them, the same each time.
+    #[arg(long, env = "VITRINA_COUNT_SAMPLE", default_value_t = DEFAULT_COUNT_SAMPLE,
+        value_parser = clap::value_parser!(u64).range(1..))]
+    pub count_sample: u64,
     /// Rows of `GET /v1/products` that page numbers reach: a page may end
     /// at row `page × page_size` at most (at least 500, so that page 1 of
     /// every size is served). A deeper page is answered 422
@@ -887,6 +900,15 @@ pub const DEFAULT_MAX_SELLERS_PER_LOOKUP: u64 = 100;
 /// not set: past a few thousand, a client shows "10,000+" rather than the
 /// figure, and counting 10,001 index entries is a bounded piece of work.
 pub const DEFAULT_COUNT_BOUND: u64 = 10_000;
+/// Entries a count of a name part reads when `VITRINA_COUNT_MAX_READS` is
+/// not set: at 0.44-0.65 us an entry walked (1,000,000 products on
+/// PostgreSQL), about 50 ms.
+pub const DEFAULT_COUNT_MAX_READS: u64 = 100_000;
+/// Products an estimated count tests when `VITRINA_COUNT_SAMPLE` is not
+/// set: at 1,000,000 products on PostgreSQL, the pages holding them are
+/// read in 16-22 ms, and the estimates of four common parts were 1.4-12.7%
+/// over their counts (bench/README.md, "Counts of name parts").
+pub const DEFAULT_COUNT_SAMPLE: u64 = 20_000;
 /// Rows page numbers reach when `VITRINA_PRODUCTS_PAGE_WINDOW` is not set.
 /// A page skips the rows before it by walking an index (see
 /// `query::products::list`), so its cost grows with its depth.
@@ -906,12 +928,25 @@ pub const DEFAULT_SERIES_MAX_BUCKETS: u64 = 1_000;
 /// a dashboard's panel shows ten; each mover is a product read with it.
 pub const DEFAULT_MOVERS_MAX: u64 = 100;
 
+impl ListConfig {
+    /// How far counts go.
+    pub fn counts(&self) -> CountLimits {
+        CountLimits {
+            bound: self.count_bound,
+            max_reads: self.count_max_reads,
+            sample: self.count_sample,
+        }
+    }
+}
+
 impl Default for ListConfig {
     fn default() -> Self {
         ListConfig {
             snapshot_max_entries: DEFAULT_SNAPSHOT_MAX_ENTRIES,
             max_sellers_per_lookup: DEFAULT_MAX_SELLERS_PER_LOOKUP,
             count_bound: DEFAULT_COUNT_BOUND,
+            count_max_reads: DEFAULT_COUNT_MAX_READS,
+            count_sample: DEFAULT_COUNT_SAMPLE,
             products_page_window: DEFAULT_PRODUCTS_PAGE_WINDOW,
             products_tested_page_window: DEFAULT_PRODUCTS_TESTED_PAGE_WINDOW,
             series_max_buckets: DEFAULT_SERIES_MAX_BUCKETS,

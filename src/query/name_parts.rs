@@ -16,6 +16,11 @@
 //! and the part is looked up in its index when that reads less than the
 //! walk would ([`Found::index_is_cheaper`]), else hidden from the indexes.
 //!
+//! A count that reads too much either way (a part a few percent of
+//! products hold, counted to the bound) is estimated from a sample
+//! instead, when the part is its filter's only condition
+//! ([`Probed::counting`]).
+//!
 //! A part with no two letters or digits in a row is always walked: no
 //! index narrows it. SQLite has no such index and always walks.
 
@@ -25,7 +30,7 @@ use entity::product;
 use sea_orm::sea_query::{Alias, Asterisk, Expr, ExprTrait, Query, SelectStatement};
 use sea_orm::{ConnectionTrait, DbBackend, DbErr, EntityName};
 
-use super::counts::{self, TOTAL};
+use super::counts::{self, CountLimits, Counting, TOTAL};
 use super::products::ProductFilter;
 use super::{contains, contains_pattern, estimate, hidden, order};
 use crate::text;
@@ -132,6 +137,29 @@ impl<'f> Probed<'f> {
             ..self.filter.clone()
         })
     }
+
+    /// How the filter's products are counted within `limits`: exactly up to
+    /// the bound, its part found the cheaper way, unless that reads more
+    /// than `limits.max_reads` entries, a sample may estimate the filter
+    /// ([`counts::may_sample`]) and reads fewer products than the catalog
+    /// holds; then estimated from that sample, walked.
+    pub fn counting(&self, limits: CountLimits) -> Counting {
+        let need = limits.bound.saturating_add(1);
+        match self.found {
+            Some(found)
+                if found.reads(need) > u128::from(limits.max_reads)
+                    && limits.sample < found.products
+                    && counts::may_sample(self.filter) =>
+            {
+                let walked = ProductFilter {
+                    name_lookup: NameLookup::Walk,
+                    ..self.filter.clone()
+                };
+                Counting::sampled(&walked, limits.sample, found.products)
+            }
+            _ => Counting::of(&self.reading(need), limits.bound),
+        }
+    }
 }
 
 /// Probes `filter`'s name part on PostgreSQL when an index could narrow it
@@ -179,19 +207,41 @@ pub(super) fn name_holds(part: &str, lookup: NameLookup) -> Expr {
 
 impl Found {
     /// Whether the part's index finds its products for less than a walk
-    /// finds `need` of them. Of the `probed` entries tested, `held` held
-    /// the part, so the walk passes about `need × probed / held` entries
-    /// (at most the catalog), and the index finds about
-    /// `held × products / probed` products, each costing `index_cost`
-    /// entries. A part the probe never found is looked up: the index finds
-    /// next to nothing.
+    /// finds `need` of them. A part the probe never found is looked up: the
+    /// index finds next to nothing.
     fn index_is_cheaper(&self, need: u64) -> bool {
-        let probed = u128::from(self.products.clamp(1, PROBED));
-        let (held, products) = (u128::from(self.held), u128::from(self.products));
-        // Both sides multiplied by held × probed, to stay in integers.
-        let index = held * held * products * self.index_cost;
-        let walk = Ord::min(u128::from(need) * probed * probed, products * held * probed);
-        held == 0 || index < walk
+        self.held == 0 || self.index_reads() < self.walk_reads(need)
+    }
+
+    /// What finding `need` products costs the cheaper way, in entries of
+    /// the walk.
+    fn reads(&self, need: u64) -> u128 {
+        Ord::min(self.index_reads(), self.walk_reads(need))
+    }
+
+    /// The entries a walk passes to find `need` products: of the `probed`
+    /// entries tested, `held` held the part, so about
+    /// `need × probed / held`, and at most the catalog.
+    fn walk_reads(&self, need: u64) -> u128 {
+        let products = u128::from(self.products);
+        match self.held {
+            0 => products,
+            held => Ord::min(
+                u128::from(need) * self.probed() / u128::from(held),
+                products,
+            ),
+        }
+    }
+
+    /// What the index costs, in entries of the walk: it finds about
+    /// `held × products / probed` products, each costing `index_cost`.
+    fn index_reads(&self) -> u128 {
+        u128::from(self.held) * u128::from(self.products) * self.index_cost / self.probed()
+    }
+
+    /// How many entries the probe tested.
+    fn probed(&self) -> u128 {
+        u128::from(self.products.clamp(1, PROBED))
     }
 }
 
@@ -273,5 +323,23 @@ mod tests {
         assert!(!found(150, 300, Run::Pair).index_is_cheaper(501));
         assert!(found(3, 300, Run::Pair).index_is_cheaper(1));
         assert_eq!(Run::Letter.index_cost(), None);
+    }
+
+    #[test]
+    fn a_count_reads_the_cheaper_way() {
+        let found = |held, run: Run| Found {
+            held,
+            products: 1_000_000,
+            index_cost: run.index_cost().unwrap(),
+        };
+        let need = 10_001;
+        // `x1`, 1.9%: ~526,000 entries walked, or 570,000 through pairs.
+        assert_eq!(found(95, Run::Pair).reads(need), 526_368);
+        // 0.06%: ~600 products through the index, each 30 entries.
+        assert_eq!(found(3, Run::Pair).reads(need), 18_000);
+        // Held by a tenth or more: the walk finds the bound in ten times it.
+        assert_eq!(found(FOUND_CAP, Run::Trigram).reads(need), 100_010);
+        // Never found: the index finds next to nothing.
+        assert_eq!(found(0, Run::Trigram).reads(need), 0);
     }
 }

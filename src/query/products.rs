@@ -20,7 +20,7 @@ use uuid::Uuid;
 
 use super::budget::ResponseBudget;
 use super::children::{Columns, List};
-use super::counts::{self, Counting, TOTAL, Total};
+use super::counts::{self, CountLimits, TOTAL, Total};
 use super::keyset::{Slice, Window};
 use super::order;
 use super::product_lists::{Asked, Lists, PARENT, Read, Statements};
@@ -575,15 +575,15 @@ impl PageKeys {
 }
 
 /// A keyset page of matching products (GraphQL connections), in one
-/// statement with what `with` asks for and, when `count_bound` is given,
-/// the number of matching products, exact up to it ([`counts`]).
+/// statement with what `with` asks for and, when `count` is given, the
+/// number of matching products within those limits ([`counts`]).
 pub async fn connection(
     db: &(impl ConnectionTrait + StreamTrait),
     filter: &ProductFilter,
     order: ProductOrder,
     window: &Window<ProductKey>,
     with: With,
-    count_bound: Option<u64>,
+    count: Option<CountLimits>,
     budget: &ResponseBudget,
 ) -> Result<ProductPage, QueryError> {
     filter.validate()?;
@@ -604,9 +604,7 @@ pub async fn connection(
         ..with
     };
     // A count reads more rows than a page, which may tip the lookup.
-    let count_filter = count_bound.map(|bound| probed.reading(bound.saturating_add(1)));
-    let count_filter = count_filter.as_deref().unwrap_or(filter);
-    let counting = count_bound.map(|bound| Counting::of(count_filter, bound));
+    let counting = count.map(|limits| probed.counting(limits));
     let statement = counting.as_ref().map(|c| c.statement.clone());
     let rows = read(db, select, with, statement, budget).await?;
     if with.order_price
@@ -618,10 +616,10 @@ pub async fn connection(
         return Err(DbErr::Custom("a product ordered by price was read without it".into()).into());
     }
     // A page with no rows has none to carry the count.
-    let total = match (count_bound, &counting, rows.total) {
-        (Some(_), Some(counting), Some(counted)) => Some(counting.total(counted)),
-        (Some(bound), _, None) => Some(counts::products(db, count_filter, bound).await?),
-        _ => None,
+    let total = match (&counting, rows.total) {
+        (Some(counting), Some(counted)) => Some(counting.total(counted)),
+        (Some(counting), None) => Some(counts::total(db, counting).await?),
+        (None, _) => None,
     };
     Ok(ProductPage {
         slice: window.cut(rows.products),

@@ -319,7 +319,7 @@ async fn a_page_past_the_window_is_refused_naming_the_limit_and_the_cursors() {
 #[tokio::test]
 async fn a_rare_name_part_is_looked_up_in_its_index_and_a_common_one_walks() {
     let (app, key) = demo(ListConfig::default()).await;
-    let names = product_names(&app).await;
+    let names = product_names(&app, "products").await;
     let holding = |part: &str| -> Vec<String> {
         let mut ids: Vec<String> = names
             .iter()
@@ -387,6 +387,82 @@ async fn a_rare_name_part_is_looked_up_in_its_index_and_a_common_one_walks() {
     }
 }
 
+/// A name part alone whose exact count would read more entries than
+/// `VITRINA_COUNT_MAX_READS` is estimated on PostgreSQL from a sample of
+/// the catalog's pages: with half of them sampled, twice the products
+/// there that hold it, not exact. A rare part, the part with any other
+/// condition, and every count on SQLite are exact. Both with the page and
+/// alone.
+#[tokio::test]
+async fn a_name_part_too_costly_to_count_is_estimated_from_a_sample() {
+    let lists = ListConfig {
+        count_max_reads: 100,
+        count_sample: PRODUCTS / 2,
+        ..ListConfig::default()
+    };
+    let (app, key) = demo(lists).await;
+    let postgres = app.db.get_database_backend() == DbBackend::Postgres;
+    if postgres {
+        // The sample's share follows the catalog's estimated size.
+        app.db.execute_unprepared("ANALYZE products").await.unwrap();
+    }
+    let names = product_names(&app, "products").await;
+    let held = runs_held(&names, 3);
+    let (common, most) = held.iter().max_by_key(|(_, n)| **n).unwrap();
+    let (rare, few) = held.iter().find(|(_, n)| **n <= 3).unwrap();
+    let estimate = match postgres {
+        true => {
+            let sample = "products TABLESAMPLE SYSTEM (50) REPEATABLE (0)";
+            let sampled = product_names(&app, sample).await;
+            let holding = sampled
+                .iter()
+                .filter(|(_, name)| name.contains(common.as_str()));
+            let holding = holding.count();
+            assert!(holding > 0 && holding < *most, "{holding} of {most}");
+            (2 * holding, false)
+        }
+        false => (*most, true),
+    };
+    for first in [0, 5] {
+        let total = |part| {
+            filtered_total(
+                &app,
+                &key,
+                first,
+                serde_json::json!({ "nameContains": part }),
+            )
+        };
+        assert_eq!(total(common).await, estimate, "{common}, first: {first}");
+        assert_eq!(total(rare).await, (*few, true), "{rare}, first: {first}");
+    }
+    // With a marketplace, which may hold few of the catalog: exact.
+    let in_ozon = product_names(&app, "products WHERE marketplace = 'ozon'").await;
+    let in_ozon = in_ozon
+        .iter()
+        .filter(|(_, name)| name.contains(common.as_str()));
+    let filter = serde_json::json!({ "nameContains": common, "marketplace": "OZON" });
+    let total = filtered_total(&app, &key, 0, filter).await;
+    assert_eq!(total, (in_ozon.count(), true));
+}
+
+/// `totalCount` and `totalCountIsExact` of the products matching
+/// `filter`, asked with a page of `first`.
+async fn filtered_total(app: &TestApp, key: &str, first: u64, filter: Value) -> (usize, bool) {
+    let query = "query($filter: ProductFilterInput, $first: Int) { products(first: $first, \
+                 filter: $filter) { totalCount totalCountIsExact } }";
+    let variables = serde_json::json!({ "filter": filter, "first": first });
+    let body = serde_json::json!({ "query": query, "variables": variables });
+    let answer: Value = app
+        .post_as(key, "/graphql", &body)
+        .await
+        .json()
+        .await
+        .unwrap();
+    let list = &answer["data"]["products"];
+    let count = list["totalCount"].as_u64().expect("a count");
+    (count as usize, list["totalCountIsExact"].as_bool().unwrap())
+}
+
 /// Only bitmap scans allowed, the name indexes' kind.
 const BITMAPS_ONLY: &str = "SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off; \
                             SET LOCAL enable_indexonlyscan = off";
@@ -410,9 +486,9 @@ fn runs_held(names: &[(String, String)], length: usize) -> BTreeMap<String, usiz
 }
 
 /// Every product's id and folded names (`name_search`), read from the table.
-async fn product_names(app: &TestApp) -> Vec<(String, String)> {
+async fn product_names(app: &TestApp, table: &str) -> Vec<(String, String)> {
     let backend = app.db.get_database_backend();
-    let sql = "SELECT id, name_search FROM products";
+    let sql = format!("SELECT id, name_search FROM {table}");
     let rows = app
         .db
         .query_all_raw(Statement::from_string(backend, sql))

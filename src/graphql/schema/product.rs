@@ -84,9 +84,9 @@ impl ProductTotal {
     async fn total(&self, ctx: &Context<'_>) -> Result<Total> {
         match self {
             ProductTotal::Matching(counted) => {
-                let bound = context::lists(ctx).count_bound;
+                let limits = context::lists(ctx).counts();
                 let filter = &counted.filter;
-                let count = || Reads::of(ctx).run(|db| counts::products(db, filter, bound));
+                let count = || Reads::of(ctx).run(|db| counts::products(db, filter, limits));
                 Ok(*counted.total.get_or_try_init(count).await?)
             }
             ProductTotal::Known(total) => Ok(*total),
@@ -102,17 +102,23 @@ impl ProductTotal {
     /// complexity point. Any other filter is counted up to a bound
     /// (`VITRINA_COUNT_BOUND`, 10,000 unless configured), for 1 point plus
     /// 1 per 1,000 of the bound: when more products match, `totalCount` is
-    /// the bound and `totalCountIsExact` is false. Costed once per list,
-    /// whatever the page size (a session's products are counted with their
-    /// page: the list's price includes it).
+    /// the bound and `totalCountIsExact` is false. On PostgreSQL, a filter
+    /// of a `nameContains` alone whose exact count would read more than
+    /// `VITRINA_COUNT_MAX_READS` entries (100,000 unless configured) is
+    /// estimated instead from a random sample of the catalog's pages
+    /// holding about `VITRINA_COUNT_SAMPLE` products (20,000), the same
+    /// pages each time: `totalCount` is then the estimate, under or over
+    /// the bound, and `totalCountIsExact` is false. Costed once per list, whatever the page size (a session's
+    /// products are counted with their page: the list's price includes
+    /// it).
     #[graphql(complexity = "super::relay_connection::COUNTED")]
     async fn total_count(&self, ctx: &Context<'_>) -> Result<u64> {
         Ok(self.total(ctx).await?.count)
     }
 
     /// Whether `totalCount` is the number of products in the list; false
-    /// when more than `totalCount` (the bound) match. Costed as
-    /// `totalCount`, which it is counted with.
+    /// when more than `totalCount` (the bound) match, or when `totalCount`
+    /// is an estimate. Costed as `totalCount`, which it is counted with.
     #[graphql(complexity = "super::relay_connection::COUNTED")]
     async fn total_count_is_exact(&self, ctx: &Context<'_>) -> Result<bool> {
         Ok(self.total(ctx).await?.exact)
@@ -152,11 +158,11 @@ pub async fn product_connection(
     let counted = ["totalCount", "totalCountIsExact"]
         .iter()
         .any(|name| fields.field(name).exists());
-    let bound = counted.then_some(context::lists(ctx).count_bound);
+    let count = counted.then_some(context::lists(ctx).counts());
     let reads = Reads::of(ctx);
     let budget = reads.budget();
     let page = reads
-        .run(|db| products::connection(db, &filter, order, &window, with, bound, budget))
+        .run(|db| products::connection(db, &filter, order, &window, with, count, budget))
         .await?;
     let total = match page.total {
         Some(total) => ProductTotal::Known(total),
