@@ -151,7 +151,7 @@ pub fn counted(row: &QueryResult) -> Result<u64, DbErr> {
 /// the count test the same `lowest_prices` rows, so the count is exact
 /// for it within the bound.
 pub fn is_kept(filter: &ProductFilter) -> bool {
-    narrowed_only_by(filter, "brand")
+    narrowed_only_by(filter, |f| &f.brand)
 }
 
 /// Whether a sample of the catalog may estimate `filter`'s count: it has
@@ -162,18 +162,18 @@ pub fn is_kept(filter: &ProductFilter) -> bool {
 pub fn may_sample(filter: &ProductFilter) -> bool {
     filter.marketplace.is_none()
         && filter.trust_status.is_none()
-        && narrowed_only_by(filter, "name_contains")
+        && narrowed_only_by(filter, |f| &f.name_contains)
 }
 
 /// Whether `filter` has no condition but a marketplace, a trust status and
-/// the text named `text` (empty texts count as absent).
-fn narrowed_only_by(filter: &ProductFilter, text: &str) -> bool {
+/// the text `text` picks (empty texts count as absent).
+fn narrowed_only_by(filter: &ProductFilter, text: fn(&ProductFilter) -> &Option<String>) -> bool {
+    let kept = text(filter);
     filter.ids.is_none()
         && !filter.has_price()
-        && filter
-            .texts()
-            .iter()
-            .all(|(name, value)| *name == text || value.as_deref().is_none_or(str::is_empty))
+        && filter.texts().iter().all(|(_, value)| {
+            std::ptr::eq(*value, kept) || value.as_deref().is_none_or(str::is_empty)
+        })
 }
 
 /// The sum of the kept counts of `filter`'s brand, marketplace and trust

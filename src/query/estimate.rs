@@ -101,7 +101,8 @@ pub async fn table_rows(db: &impl ConnectionTrait) -> Result<TableRows, DbErr> {
         let name: String = row.try_get("", "name")?;
         let estimate: i64 = row.try_get("", "estimate")?;
         if let Some(field) = rows.of_table(&name) {
-            // A table never analyzed reads -1 on PostgreSQL.
+            // Negative only if PostgreSQL had neither analysed the table
+            // (`reltuples` is -1) nor counted its rows.
             *field = u64::try_from(estimate).unwrap_or(0);
         }
     }
