@@ -25,7 +25,7 @@ const COUNT: &str = "query($first: Int, $filter: ProductFilterInput) {
 
 /// `totalCount` and `totalCountIsExact` of `filter`: counted with a page
 /// of one (in the page's statement) and with no page (alone); both agree.
-async fn count(app: &TestApp, key: &str, filter: Value) -> (u64, bool) {
+pub(crate) async fn count(app: &TestApp, key: &str, filter: Value) -> (u64, bool) {
     let mut answers = Vec::new();
     for first in [0, 1] {
         let d = data(app, key, COUNT, json!({ "first": first, "filter": filter })).await;
