@@ -15,6 +15,10 @@
 //! newest entries of the list (an index-only walk of a few milliseconds),
 //! and the part is looked up in its index when that reads less than the
 //! walk would ([`Found::index_is_cheaper`]), else hidden from the indexes.
+//! Looked up, its products are found in the index before they are sorted,
+//! whatever the planner estimates (the order is written so that no index
+//! yields it): a part only older products hold, which the probe never
+//! finds, would otherwise be walked through nearly the whole list.
 //!
 //! A count that reads too much either way (a part a few percent of
 //! products hold, counted to the bound) is estimated from a sample

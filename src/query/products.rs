@@ -10,7 +10,7 @@ use entity::{
     Marketplace, TrustStatus, lowest_price, price_observation, product, product_category, seller,
 };
 use futures_util::TryStreamExt;
-use sea_orm::sea_query::{Expr, Query, SelectStatement};
+use sea_orm::sea_query::{Expr, Func, Query, SelectStatement};
 use sea_orm::{
     ColumnTrait, ColumnType, Condition, ConnectionTrait, DbBackend, DbErr, EntityTrait, ExprTrait,
     FromQueryResult, IdenStatic, Iterable, JoinType, QueryFilter, QueryOrder, QuerySelect,
@@ -360,18 +360,25 @@ impl ProductFilter {
     /// carry those of the default order too, so with a category the index
     /// yields that order and a page stops after its own rows.
     fn order_columns(&self, order: ProductOrder) -> (Vec<Expr>, sea_orm::Order) {
-        if let Some(columns) = order.columns() {
-            return (columns.into(), order.direction());
+        let mut columns: Vec<Expr> = match order.columns() {
+            Some(columns) => columns.into(),
+            None => {
+                let (columns, _) = order::keyset::<product::Entity>();
+                let indexed = given(&self.category).is_some();
+                columns
+                    .into_iter()
+                    .map(|column| match (indexed, in_category_index(column)) {
+                        (true, Some(twin)) => twin.into_expr(),
+                        _ => column.into_expr(),
+                    })
+                    .collect()
+            }
+        };
+        if self.name_lookup == NameLookup::Index
+            && let Some(first) = columns.first_mut()
+        {
+            *first = unordered(first.clone());
         }
-        let (columns, _) = order::keyset::<product::Entity>();
-        let indexed = given(&self.category).is_some();
-        let columns = columns
-            .into_iter()
-            .map(|column| match (indexed, in_category_index(column)) {
-                (true, Some(twin)) => twin.into_expr(),
-                _ => column.into_expr(),
-            })
-            .collect();
         (columns, order.direction())
     }
 
@@ -432,6 +439,17 @@ impl ProductFilter {
         }
         ids.offset(skip).limit(limit).to_owned()
     }
+}
+
+/// `column`'s value, written so that no index yields it in order. A name
+/// part the probe chose to look up in its index ([`NameLookup::Index`]) is
+/// then found there first and its products sorted, at a cost that follows
+/// how many hold it. Ordered by the column itself, the planner may instead
+/// walk the order's index, testing each product, on its estimate that the
+/// part is spread evenly: for a part only older products hold, that is
+/// nearly the whole catalog.
+fn unordered(column: Expr) -> Expr {
+    Func::coalesce([column.clone(), column]).into()
 }
 
 /// Where a filter's price conditions test the product's `lowest_prices` rows.
