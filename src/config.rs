@@ -842,10 +842,11 @@ pub struct ListConfig {
     #[arg(long, env = "VITRINA_COUNT_BOUND", default_value_t = DEFAULT_COUNT_BOUND,
         value_parser = clap::value_parser!(u64).range(1..))]
     pub count_bound: u64,
-    /// Entries a GraphQL `totalCount` of a name part alone (`nameContains`)
-    /// may read on PostgreSQL, walked or found through an index, before it
-    /// is estimated instead: `totalCount` is then an estimate from a sample
-    /// of `VITRINA_COUNT_SAMPLE` products and `totalCountIsExact` is false.
+    /// Entries a GraphQL `totalCount` of a name part (`nameContains`), alone
+    /// or with a marketplace and a trust status, may read on PostgreSQL,
+    /// walked or found through an index, before it is estimated instead:
+    /// `totalCount` is then an estimate from a sample of
+    /// `VITRINA_COUNT_SAMPLE` products and `totalCountIsExact` is false.
     #[arg(long, env = "VITRINA_COUNT_MAX_READS", default_value_t = DEFAULT_COUNT_MAX_READS,
         value_parser = clap::value_parser!(u64).range(1..))]
     pub count_max_reads: u64,

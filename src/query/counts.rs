@@ -8,23 +8,26 @@
 //! - any other filter is counted exactly up to a bound
 //!   (`VITRINA_COUNT_BOUND`): the statement stops at the first match past
 //!   it, and the answer then says only that more than the bound match;
-//! - but a filter of a name part alone whose count would read more
-//!   entries than `VITRINA_COUNT_MAX_READS` (PostgreSQL: a part too common
-//!   for its index and too rare to reach the bound soon in a walk; see
+//! - but a filter of a name part, alone or with a marketplace and a trust
+//!   status, whose count would read more entries than
+//!   `VITRINA_COUNT_MAX_READS` (PostgreSQL: a part too common for its
+//!   index and too rare to reach the bound soon in a walk; see
 //!   [`super::name_parts`]) is estimated from a sample of the catalog's
 //!   pages (`TABLESAMPLE SYSTEM`, the same pages each time while the table
 //!   keeps its size), which reads about as many pages whatever the
-//!   catalog's size. Sampling products by id would find them on as many
-//!   pages as products: 134 ms for 20,000 at 1,000,000 products, against
-//!   14-16 ms for the pages holding as many.
+//!   catalog's size: the share of the sampled products meeting the other
+//!   conditions that hold the part, times the kept count of those
+//!   products. Sampling products by id would find them on as many pages
+//!   as products: 134 ms for 20,000 at 1,000,000 products, against 14-16
+//!   ms for the pages holding as many.
 
 use entity::product;
 use sea_orm::sea_query::extension::postgres::{PostgresSelectStatementExt, SampleMethod};
 use sea_orm::sea_query::{Alias, Asterisk, Expr, ExprTrait, Query, SelectStatement};
-use sea_orm::{ConnectionTrait, DbErr, QueryResult, QuerySelect, QueryTrait};
+use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, QueryResult, QuerySelect, QueryTrait};
 
-use super::QueryError;
 use super::products::ProductFilter;
+use super::{QueryError, contains_pattern};
 use crate::text;
 
 /// The column that carries a count.
@@ -75,8 +78,8 @@ enum Answer {
     Exact,
     /// That number, up to the bound past which the statement stops.
     UpTo(u64),
-    /// The matching products on a sample of `percent` of the table's pages.
-    Sampled { percent: f64 },
+    /// An estimate, from a sample.
+    Estimated,
 }
 
 impl Counting {
@@ -97,18 +100,36 @@ impl Counting {
         Counting::rows_of(matched, Answer::UpTo(bound))
     }
 
-    /// How the products matching `filter` are estimated from a sample of
-    /// about `sample` of the `products` in the catalog (fewer than it
-    /// holds), on PostgreSQL: a share of its pages, the same each time.
-    pub fn sampled(filter: &ProductFilter, sample: u64, products: u64) -> Counting {
+    /// How the products matching `filter` (a name part, and at most a
+    /// marketplace and a trust status: [`may_sample`]) are estimated from a
+    /// sample of about `sample` of the `products` in the catalog (fewer
+    /// than it holds), on PostgreSQL: a share of its pages, the same each
+    /// time. Of the sampled products that meet the other conditions, the
+    /// share that hold the part, times `narrowed`, how many products meet
+    /// those conditions (kept exactly: [`kept`]).
+    pub fn sampled(filter: &ProductFilter, sample: u64, products: u64, narrowed: u64) -> Counting {
         let percent = 100.0 * sample as f64 / Ord::max(products, sample) as f64;
-        let mut matched = filter
+        let part = filter.name_contains.as_deref().unwrap_or_default();
+        // No index serves a sample: the part is tested on each row.
+        let holds = product::Column::NameSearch.like(contains_pattern(&text::fold(part)));
+        let estimate = Expr::cust_with_exprs(
+            "CAST(ROUND(COUNT(*) FILTER (WHERE $1) * $2 / GREATEST(COUNT(*), 1)) AS BIGINT)",
+            [holds, Expr::val(narrowed as f64)],
+        );
+        let others = ProductFilter {
+            name_contains: None,
+            ..filter.clone()
+        };
+        let mut statement = others
             .matching()
             .select_only()
-            .column(product::Column::Id)
+            .expr_as(estimate, TOTAL)
             .into_query();
-        matched.table_sample(SampleMethod::SYSTEM, percent, Some(0.0));
-        Counting::rows_of(matched, Answer::Sampled { percent })
+        statement.table_sample(SampleMethod::SYSTEM, percent, Some(0.0));
+        Counting {
+            statement,
+            answer: Answer::Estimated,
+        }
     }
 
     /// Counts the rows `matched` selects, whose count is `answer`.
@@ -131,8 +152,8 @@ impl Counting {
                 count: counted,
                 exact: true,
             },
-            Answer::Sampled { percent } => Total {
-                count: (counted as f64 * 100.0 / percent).round() as u64,
+            Answer::Estimated => Total {
+                count: counted,
                 exact: false,
             },
         }
@@ -155,15 +176,21 @@ pub fn is_kept(filter: &ProductFilter) -> bool {
 }
 
 /// Whether a sample of the catalog may estimate `filter`'s count: it has
-/// no condition but a name part. Any other narrows it to products a
-/// sample of the catalog holds few of (a seller's, a watch-list, a brand,
-/// even a marketplace the scraper has just begun), while its exact count
-/// reads only them.
+/// no condition but a name part, a marketplace and a trust status, whose
+/// products the kept counts number ([`kept`]). Any other narrows it to
+/// products a sample of the catalog holds few of (a seller's, a
+/// watch-list, a brand), while its exact count reads only them; so may a
+/// marketplace the scraper has just begun, which the caller checks
+/// against the kept counts ([`SAMPLED_SHARE`]).
 pub fn may_sample(filter: &ProductFilter) -> bool {
-    filter.marketplace.is_none()
-        && filter.trust_status.is_none()
-        && narrowed_only_by(filter, |f| &f.name_contains)
+    narrowed_only_by(filter, |f| &f.name_contains)
 }
+
+/// A sample estimates a filter only when the products meeting its
+/// conditions other than the name part are at least this share of the
+/// catalog (1 in 10): the sample then holds at least a tenth of
+/// `VITRINA_COUNT_SAMPLE` of them to test the part on.
+pub const SAMPLED_SHARE: u64 = 10;
 
 /// Whether `filter` has no condition but a marketplace, a trust status and
 /// the text `text` picks (empty texts count as absent).
@@ -178,8 +205,8 @@ fn narrowed_only_by(filter: &ProductFilter, text: fn(&ProductFilter) -> &Option<
 
 /// The sum of the kept counts of `filter`'s brand, marketplace and trust
 /// status (a few rows each, see the migrations), as a BIGINT: PostgreSQL
-/// sums bigints as numerics.
-fn kept(filter: &ProductFilter) -> SelectStatement {
+/// sums bigints as numerics. Its other conditions are not read.
+pub(super) fn kept(filter: &ProductFilter) -> SelectStatement {
     let brand = filter.brand.as_deref().filter(|brand| !brand.is_empty());
     let table = Alias::new(if brand.is_some() { KEPT_BY_BRAND } else { KEPT });
     let column = |name: &str| Expr::col((table.clone(), Alias::new(name)));

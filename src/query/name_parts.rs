@@ -22,7 +22,8 @@
 //!
 //! A count that reads too much either way (a part a few percent of
 //! products hold, counted to the bound) is estimated from a sample
-//! instead, when the part is its filter's only condition
+//! instead, when the part's only other conditions are a marketplace and a
+//! trust status keeping a tenth of the catalog or more
 //! ([`Probed::counting`]).
 //!
 //! A part with no two letters or digits in a row is always walked: no
@@ -47,6 +48,10 @@ const FOUND_CAP: u64 = PROBED / 10;
 /// The column of the probe's answer holding the catalog's size, as the
 /// database estimates it ([`estimate::postgres_rows`]).
 const ESTIMATED: &str = "estimated_products";
+/// The column of the probe's answer holding how many products meet the
+/// filter's marketplace, trust status and brand, as the counts kept say
+/// ([`counts::kept`]).
+const NARROWED: &str = "narrowed_products";
 
 /// The longest run of letters or digits in a folded part: what the
 /// trigram indexes can narrow it by.
@@ -119,6 +124,9 @@ struct Found {
     held: u64,
     /// The catalog's size, as the database last estimated it.
     products: u64,
+    /// How many products meet the filter's marketplace, trust status and
+    /// brand (all of them when it has none).
+    narrowed: u64,
     /// What one product found through the part's index costs (see
     /// [`Run::index_cost`]).
     index_cost: u128,
@@ -145,21 +153,19 @@ impl<'f> Probed<'f> {
     /// How the filter's products are counted within `limits`: exactly up to
     /// the bound, its part found the cheaper way, unless that reads more
     /// than `limits.max_reads` entries, a sample may estimate the filter
-    /// ([`counts::may_sample`]) and reads fewer products than the catalog
-    /// holds; then estimated from that sample, walked.
+    /// ([`counts::may_sample`]), its other conditions keep at least
+    /// [`counts::SAMPLED_SHARE`] of the catalog and the sample reads fewer
+    /// products than the catalog holds; then estimated from that sample.
     pub fn counting(&self, limits: CountLimits) -> Counting {
         let need = limits.bound.saturating_add(1);
         match self.found {
             Some(found)
                 if found.reads(need) > u128::from(limits.max_reads)
                     && limits.sample < found.products
+                    && found.narrowed.saturating_mul(counts::SAMPLED_SHARE) >= found.products
                     && counts::may_sample(self.filter) =>
             {
-                let walked = ProductFilter {
-                    name_lookup: NameLookup::Walk,
-                    ..self.filter.clone()
-                };
-                Counting::sampled(&walked, limits.sample, found.products)
+                Counting::sampled(self.filter, limits.sample, found.products, found.narrowed)
             }
             _ => Counting::of(&self.reading(need), limits.bound),
         }
@@ -182,16 +188,18 @@ pub async fn probe<'f>(
             found: None,
         });
     };
-    let row = db.query_one(&probe_statement(part)).await?;
+    let row = db.query_one(&probe_statement(filter, part)).await?;
     let row = row.ok_or_else(|| DbErr::RecordNotFound("the probe's answer".into()))?;
     let held = counts::counted(&row)?;
+    let column = |name| Ok::<_, DbErr>(u64::try_from(row.try_get::<i64>("", name)?).unwrap_or(0));
     // An estimate may lag the table; the catalog holds at least those found.
-    let products = u64::try_from(row.try_get::<i64>("", ESTIMATED)?).unwrap_or(0);
+    let (products, narrowed) = (column(ESTIMATED)?, column(NARROWED)?);
     Ok(Probed {
         filter,
         found: Some(Found {
             held,
             products: Ord::max(products, held),
+            narrowed,
             index_cost,
         }),
     })
@@ -250,8 +258,9 @@ impl Found {
 }
 
 /// How many of the [`PROBED`] newest products hold `part` in their name,
-/// counted up to [`FOUND_CAP`], and the catalog's estimated size.
-fn probe_statement(part: &str) -> SelectStatement {
+/// counted up to [`FOUND_CAP`], the catalog's estimated size, and how
+/// many products meet `filter`'s marketplace, trust status and brand.
+fn probe_statement(filter: &ProductFilter, part: &str) -> SelectStatement {
     let (columns, direction) = order::keyset::<product::Entity>();
     let mut newest = Query::select();
     newest
@@ -274,6 +283,7 @@ fn probe_statement(part: &str) -> SelectStatement {
     Query::select()
         .expr_as(Expr::col(Asterisk).count(), Alias::new(TOTAL))
         .expr_as(Expr::cust(estimated), Alias::new(ESTIMATED))
+        .expr_as(counts::kept(filter), Alias::new(NARROWED))
         .from_subquery(hits, Alias::new("hits"))
         .to_owned()
 }
@@ -308,6 +318,7 @@ mod tests {
         let found = |held, products, run: Run| Found {
             held,
             products,
+            narrowed: products,
             index_cost: run.index_cost().unwrap(),
         };
         let million = 1_000_000;
@@ -330,10 +341,42 @@ mod tests {
     }
 
     #[test]
+    fn a_count_is_sampled_only_when_its_other_conditions_keep_a_tenth_of_the_catalog() {
+        let filter = ProductFilter {
+            name_contains: Some("x1".into()),
+            marketplace: Some(entity::Marketplace::Ozon),
+            ..ProductFilter::default()
+        };
+        let limits = CountLimits {
+            bound: 10_000,
+            max_reads: 100_000,
+            sample: 20_000,
+        };
+        // `x1`, 1.9%: its exact count reads ~526,000 entries.
+        let estimated = |narrowed| {
+            let found = Found {
+                held: 95,
+                products: 1_000_000,
+                narrowed,
+                index_cost: Run::Pair.index_cost().unwrap(),
+            };
+            let probed = Probed {
+                filter: &filter,
+                found: Some(found),
+            };
+            !probed.counting(limits).total(1).exact
+        };
+        assert!(estimated(250_000));
+        assert!(estimated(100_000));
+        assert!(!estimated(99_999));
+    }
+
+    #[test]
     fn a_count_reads_the_cheaper_way() {
         let found = |held, run: Run| Found {
             held,
             products: 1_000_000,
+            narrowed: 1_000_000,
             index_cost: run.index_cost().unwrap(),
         };
         let need = 10_001;

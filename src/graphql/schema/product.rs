@@ -103,12 +103,13 @@ impl ProductTotal {
     /// (`VITRINA_COUNT_BOUND`, 10,000 unless configured), for 1 point plus
     /// 1 per 1,000 of the bound: when more products match, `totalCount` is
     /// the bound and `totalCountIsExact` is false. On PostgreSQL, a filter
-    /// of a `nameContains` alone whose exact count would read more than
-    /// `VITRINA_COUNT_MAX_READS` entries (100,000 unless configured) is
-    /// estimated instead from a random sample of the catalog's pages
-    /// holding about `VITRINA_COUNT_SAMPLE` products (20,000), the same
-    /// pages each time: `totalCount` is then the estimate, under or over
-    /// the bound, and `totalCountIsExact` is false. Costed once per list, whatever the page size (a session's
+    /// of a `nameContains`, alone or with a marketplace and a trust status
+    /// that keep a tenth of the catalog or more, whose exact count would
+    /// read more than `VITRINA_COUNT_MAX_READS` entries (100,000 unless
+    /// configured) is estimated instead from a random sample of the
+    /// catalog's pages holding about `VITRINA_COUNT_SAMPLE` products
+    /// (20,000), the same pages each time: `totalCount` is then the
+    /// estimate, under or over the bound, and `totalCountIsExact` is false. Costed once per list, whatever the page size (a session's
     /// products are counted with their page: the list's price includes
     /// it).
     #[graphql(complexity = "super::relay_connection::COUNTED")]
