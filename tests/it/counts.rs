@@ -198,14 +198,7 @@ async fn kept_counts_follow_new_products_and_trust_changes_through_the_merge() {
     );
     assert_brand_counts_true(&app, &key, usize::MAX).await;
 
-    // A delete, by hand: the database keeps the count, not the code.
-    app.db
-        .execute_unprepared("DELETE FROM products WHERE external_id = '3'")
-        .await
-        .expect("delete");
-    assert_eq!(count(&app, &key, json!({})).await, (3, true));
-    assert_kept_counts_true(&app, &key).await;
-    assert_brand_counts_true(&app, &key, usize::MAX).await;
+    delete_by_hand(&app, &key, "external_id = '3'", 3, usize::MAX).await;
 }
 
 #[tokio::test]
@@ -234,13 +227,19 @@ async fn kept_counts_are_true_after_vitrina_seed_and_read_no_product() {
     );
 
     // The seed left the triggers keeping the counts as it found them.
-    app.db
-        .execute_unprepared("DELETE FROM products WHERE id IN (SELECT id FROM products LIMIT 1)")
-        .await
-        .expect("delete");
-    assert_eq!(count(&app, &key, json!({})).await, (5999, true));
-    assert_kept_counts_true(&app, &key).await;
-    assert_brand_counts_true(&app, &key, 20).await;
+    let one = "id IN (SELECT id FROM products LIMIT 1)";
+    delete_by_hand(&app, &key, one, 5999, 20).await;
+}
+
+/// Deletes the products `which` selects by hand, in SQL: the database
+/// keeps the counts, not the code. `left` products remain; the brand
+/// counts are checked for at most `brands` brands.
+async fn delete_by_hand(app: &TestApp, key: &str, which: &str, left: u64, brands: usize) {
+    let delete = format!("DELETE FROM products WHERE {which}");
+    app.db.execute_unprepared(&delete).await.expect("delete");
+    assert_eq!(count(app, key, json!({})).await, (left, true));
+    assert_kept_counts_true(app, key).await;
+    assert_brand_counts_true(app, key, brands).await;
 }
 
 /// The app with counts bounded at `bound`.
