@@ -96,15 +96,14 @@ async fn a_deep_page_walks_an_index_alone_and_reads_only_its_own_rows() {
 /// `skip` rows and the page's; every other scan, the children's
 /// subqueries included, runs at most once per row of the page.
 async fn check_postgres(app: &TestApp, statement: &str, index: &str, skip: u64) {
-    let plan = explain(
+    let plan = json_plan(
         app,
-        &format!("EXPLAIN (ANALYZE, FORMAT JSON) {statement}"),
+        "ANALYZE, ",
+        statement,
         "SET LOCAL enable_seqscan = off",
     )
     .await;
-    let plan: Value = serde_json::from_str(&plan[0]).unwrap();
-    let mut nodes = Vec::new();
-    flatten(&plan[0]["Plan"], &mut nodes);
+    let nodes = plan_nodes(&plan);
     let walk: Vec<&Value> = nodes
         .iter()
         .filter(|n| n["Node Type"] == "Index Only Scan" && n["Index Name"] == index)
@@ -131,6 +130,21 @@ async fn check_postgres(app: &TestApp, statement: &str, index: &str, skip: u64) 
             );
         }
     }
+}
+
+/// PostgreSQL's plan of `statement` as JSON (`EXPLAIN ({options}FORMAT
+/// JSON)`), after `setting`.
+async fn json_plan(app: &TestApp, options: &str, statement: &str, setting: &str) -> Value {
+    let explained = format!("EXPLAIN ({options}FORMAT JSON) {statement}");
+    let plan = explain(app, &explained, setting).await;
+    serde_json::from_str(&plan[0]).unwrap()
+}
+
+/// Every node of a PostgreSQL JSON plan, from its top.
+fn plan_nodes(plan: &Value) -> Vec<&Value> {
+    let mut nodes = Vec::new();
+    flatten(&plan[0]["Plan"], &mut nodes);
+    nodes
 }
 
 /// Every node of a PostgreSQL JSON plan.
@@ -451,15 +465,9 @@ async fn a_part_looked_up_in_its_index_is_read_there_before_it_is_sorted() {
             continue;
         }
         for statement in pages {
-            let plan = explain(
-                &app,
-                &format!("EXPLAIN (FORMAT JSON) {statement}"),
-                "SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off",
-            )
-            .await;
-            let plan: Value = serde_json::from_str(&plan[0]).unwrap();
-            let mut nodes = Vec::new();
-            flatten(&plan[0]["Plan"], &mut nodes);
+            let sorts_priced_out = "SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off";
+            let plan = json_plan(&app, "", &statement, sorts_priced_out).await;
+            let nodes = plan_nodes(&plan);
             let reading = |name: &str| -> Vec<&Value> {
                 nodes
                     .iter()
