@@ -1,9 +1,11 @@
 //! Per product and currency, the lowest of the product's current prices in
 //! that currency and whether any of them is in stock. Triggers on
 //! `current_prices` keep it (see the migration `m20261202_000026_lowest_prices`);
-//! nothing writes it directly.
+//! nothing writes it directly. Triggers on it keep `price_levels`.
 
 use sea_orm::entity::prelude::*;
+
+use crate::{Marketplace, TrustStatus};
 
 #[derive(Clone, Debug, PartialEq, DeriveEntityModel)]
 #[sea_orm(table_name = "lowest_prices")]
@@ -15,6 +17,10 @@ pub struct Model {
     #[sea_orm(column_type = "Double")]
     pub price: f64,
     pub in_stock: bool,
+    /// The product's marketplace and trust status, copied from it (see the
+    /// migration `m20261207_000032_price_levels`).
+    pub marketplace: Marketplace,
+    pub trust_status: TrustStatus,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -26,22 +26,46 @@ mod m20261203_000028_price_webhooks;
 mod m20261204_000029_key_scopes;
 mod m20261205_000030_brand_counts;
 mod m20261206_000031_name_pairs;
+mod m20261207_000032_price_levels;
 
 pub use m20261206_000031_name_pairs::NAME_PAIRS;
+pub use m20261207_000032_price_levels::{
+    LAST_LEVEL as LAST_PRICE_LEVEL, OUTLYING_LOW as OUTLYING_PRICE_LEVEL,
+};
 
 /// The statements that fill the tables triggers keep (`product_counts`,
-/// `brand_counts`, `lowest_prices`) afresh from the tables they are kept
-/// from, for a bulk load that drops or disables those triggers while it
-/// writes (`vitrina seed`).
+/// `brand_counts`, `lowest_prices`, `price_levels`) afresh from the tables
+/// they are kept from, for a bulk load that drops or disables the triggers
+/// of the tables it writes (`vitrina seed`). `lowest_prices` is not one of
+/// them, so its own triggers, which keep `price_levels` row by row, are
+/// disabled (PostgreSQL) or dropped and made again (SQLite) around its fill.
 pub fn kept_tables_backfill(backend: sea_orm_migration::sea_orm::DbBackend) -> Vec<String> {
-    vec![
+    use m20261207_000032_price_levels as levels;
+    use sea_orm_migration::sea_orm::DbBackend;
+    let sqlite_triggers = levels::sqlite_level_triggers();
+    let (off, on): (Vec<String>, Vec<String>) = match backend {
+        DbBackend::Postgres => (
+            vec!["ALTER TABLE lowest_prices DISABLE TRIGGER USER".to_owned()],
+            vec!["ALTER TABLE lowest_prices ENABLE TRIGGER USER".to_owned()],
+        ),
+        _ => sqlite_triggers
+            .into_iter()
+            .map(|(name, create)| (format!("DROP TRIGGER {name}"), create))
+            .unzip(),
+    };
+    let mut statements = off;
+    statements.extend([
         "DELETE FROM product_counts".to_owned(),
         m20261130_000023_product_counts::BACKFILL.to_owned(),
         "DELETE FROM brand_counts".to_owned(),
         m20261205_000030_brand_counts::BACKFILL.to_owned(),
         "DELETE FROM lowest_prices".to_owned(),
-        m20261202_000026_lowest_prices::backfill(backend),
-    ]
+        levels::lowest_prices_backfill(backend),
+        "DELETE FROM price_levels".to_owned(),
+        levels::backfill(),
+    ]);
+    statements.extend(on);
+    statements
 }
 
 pub struct Migrator;
@@ -72,6 +96,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261204_000029_key_scopes::Migration),
             Box::new(m20261205_000030_brand_counts::Migration),
             Box::new(m20261206_000031_name_pairs::Migration),
+            Box::new(m20261207_000032_price_levels::Migration),
         ]
     }
 }

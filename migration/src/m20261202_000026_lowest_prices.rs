@@ -26,7 +26,7 @@ const TABLE: &str = "lowest_prices";
 
 /// Whether current price row `row` (`NEW`, `OLD` or empty for the table's
 /// own columns) is in stock.
-fn in_stock(row: &str) -> String {
+pub(crate) fn in_stock(row: &str) -> String {
     let col = |name: &str| match row {
         "" => name.to_owned(),
         row => format!("{row}.{name}"),
@@ -78,7 +78,7 @@ fn table(backend: DbBackend) -> &'static str {
 
 /// A range of prices in one currency, in order, carrying the stock flag
 /// (PostgreSQL `INCLUDE`s it; SQLite has no `INCLUDE`, so it trails).
-fn by_price(backend: DbBackend) -> IndexCreateStatement {
+pub(crate) fn by_price(backend: DbBackend) -> IndexCreateStatement {
     let mut index = Index::create();
     index
         .name("lowest_prices_by_price")

@@ -3,17 +3,19 @@
 //! prices in a currency, compared with the same computed here from the
 //! stored products and current prices, for filters on the products, on
 //! the prices, both and none; no price in the currency; the currency the
-//! filter names must be the same. On both databases.
+//! filter names must be the same; the kept price levels that answer the
+//! broad filters stay true through every write. On both databases.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
-use entity::{Marketplace, current_price, product};
-use sea_orm::EntityTrait;
+use entity::{Marketplace, TrustStatus, current_price, product};
+use sea_orm::{ConnectionTrait, EntityTrait, Statement};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::helpers::TestApp;
-use crate::helpers::graphql::{data, demo_app, error_code};
+use crate::helpers::graphql::{data, demo_app, error_code, post};
+use crate::helpers::uploads::{item, send, with};
 
 const STATS: &str = "query($filter: ProductFilterInput, $currency: String!) {
     productStats(filter: $filter, currency: $currency) {
@@ -79,6 +81,39 @@ fn assert_close(got: &Value, want: &Value, what: &str) {
     }
 }
 
+/// Which of a product's lowest prices a filter keeps: the product, the
+/// price, whether it is in stock.
+type Test = Box<dyn Fn(&product::Model, f64, bool) -> bool>;
+
+/// Checks each case's statistics (filter, currency, the products and
+/// prices it keeps) against those computed here from `products` and
+/// `lowest`; returns which parities of non-empty counts were seen.
+async fn assert_cases(
+    app: &TestApp,
+    key: &str,
+    products: &[product::Model],
+    lowest: &HashMap<(Uuid, String), (f64, bool)>,
+    cases: Vec<(Value, &str, Test)>,
+) -> [bool; 2] {
+    let mut parities = [false; 2];
+    for (filter, currency, test) in cases {
+        let prices: Vec<f64> = products
+            .iter()
+            .filter_map(|p| {
+                let &(price, stocked) = lowest.get(&(p.id, currency.to_owned()))?;
+                test(p, price, stocked).then_some(price)
+            })
+            .collect();
+        if !prices.is_empty() {
+            parities[prices.len() % 2] = true;
+        }
+        let vars = json!({ "filter": filter, "currency": currency });
+        let got = answered(&data(app, key, STATS, vars).await["productStats"]);
+        assert_close(&got, &computed(prices), &format!("{filter} in {currency}"));
+    }
+    parities
+}
+
 #[tokio::test]
 async fn statistics_match_those_computed_from_the_stored_prices() {
     let (app, key) = demo_app(70).await;
@@ -101,7 +136,6 @@ async fn statistics_match_those_computed_from_the_stored_prices() {
         .take(2)
         .map(|p| p.id)
         .collect();
-    type Test = Box<dyn Fn(&product::Model, f64, bool) -> bool>;
     let brand_key = brand.to_lowercase();
     let cases: Vec<(Value, &str, Test)> = vec![
         (json!({}), "RUB", Box::new(|_, _, _| true)),
@@ -133,22 +167,7 @@ async fn statistics_match_those_computed_from_the_stored_prices() {
             Box::new(move |p, _, _| pair.contains(&p.id)),
         ),
     ];
-    let mut parities = [false; 2];
-    for (filter, currency, test) in cases {
-        let prices: Vec<f64> = products
-            .iter()
-            .filter_map(|p| {
-                let &(price, stocked) = lowest.get(&(p.id, currency.to_owned()))?;
-                test(p, price, stocked).then_some(price)
-            })
-            .collect();
-        if !prices.is_empty() {
-            parities[prices.len() % 2] = true;
-        }
-        let vars = json!({ "filter": filter, "currency": currency });
-        let got = answered(&data(&app, &key, STATS, vars).await["productStats"]);
-        assert_close(&got, &computed(prices), &format!("{filter} in {currency}"));
-    }
+    let parities = assert_cases(&app, &key, &products, &lowest, cases).await;
     assert_eq!(parities, [true, true], "medians of odd and of even counts");
 }
 
@@ -162,4 +181,202 @@ async fn the_filter_may_name_only_the_same_currency() {
     );
     let vars = json!({ "filter": { "currency": "RUB" }, "currency": "RUB" });
     data(&app, &key, STATS, vars).await;
+}
+
+/// The filters the kept price levels answer, each with the products and
+/// prices it keeps.
+fn level_cases() -> Vec<(Value, &'static str, Test)> {
+    vec![
+        (json!({}), "RUB", Box::new(|_, _, _| true)),
+        (json!({}), "KZT", Box::new(|_, _, _| true)),
+        (
+            json!({ "marketplace": "OZON" }),
+            "RUB",
+            Box::new(|p, _, _| p.marketplace == Marketplace::Ozon),
+        ),
+        (
+            json!({ "trustStatus": "VERIFIED", "inStock": true }),
+            "RUB",
+            Box::new(|p, _, stocked| stocked && p.trust_status == TrustStatus::Verified),
+        ),
+        (
+            json!({ "marketplace": "WILDBERRIES", "inStock": false }),
+            "RUB",
+            Box::new(|p, _, stocked| !stocked && p.marketplace == Marketplace::Wildberries),
+        ),
+    ]
+}
+
+/// The kept `price_levels` rows that count anything, against the same
+/// computed here from the current prices, the products and the level
+/// bounds: `(currency, marketplace, trust status, in stock, level)` ->
+/// `(count, sum)`.
+async fn assert_levels_true(app: &TestApp, step: &str) {
+    type Key = (String, String, String, bool, i32);
+    let backend = app.db.get_database_backend();
+    let rows = |sql: &str| {
+        app.db
+            .query_all_raw(Statement::from_string(backend, sql.to_owned()))
+    };
+    let mut bounds: Vec<(f64, i32)> = Vec::new();
+    for row in rows("SELECT level, low FROM price_level_bounds")
+        .await
+        .unwrap()
+    {
+        bounds.push((
+            row.try_get("", "low").unwrap(),
+            row.try_get("", "level").unwrap(),
+        ));
+    }
+    bounds.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let products: HashMap<Uuid, product::Model> = product::Entity::find()
+        .all(&app.db)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| (p.id, p))
+        .collect();
+    let mut want: BTreeMap<Key, (i64, f64)> = BTreeMap::new();
+    for ((id, currency), (price, stocked)) in lowest(app).await {
+        let p = &products[&id];
+        let at = bounds.partition_point(|(low, _)| *low <= price) - 1;
+        let key = (
+            currency,
+            p.marketplace.as_str().to_owned(),
+            p.trust_status.as_str().to_owned(),
+            stocked,
+            bounds[at].1,
+        );
+        // The two unbounded levels keep no sum.
+        let summed = (0..migration::LAST_PRICE_LEVEL).contains(&key.4);
+        let level = want.entry(key).or_default();
+        level.0 += 1;
+        level.1 += if summed { price } else { 0.0 };
+    }
+    let mut got: BTreeMap<Key, (i64, f64)> = BTreeMap::new();
+    let kept = "SELECT currency, marketplace, trust_status, in_stock, level, n, total \
+        FROM price_levels WHERE n <> 0";
+    for row in rows(kept).await.unwrap() {
+        let key = (
+            row.try_get("", "currency").unwrap(),
+            row.try_get("", "marketplace").unwrap(),
+            row.try_get("", "trust_status").unwrap(),
+            row.try_get("", "in_stock").unwrap(),
+            row.try_get("", "level").unwrap(),
+        );
+        got.insert(
+            key,
+            (
+                row.try_get("", "n").unwrap(),
+                row.try_get("", "total").unwrap(),
+            ),
+        );
+    }
+    assert_eq!(
+        got.keys().collect::<Vec<_>>(),
+        want.keys().collect::<Vec<_>>(),
+        "{step}: the kept levels"
+    );
+    for (key, (n, total)) in &want {
+        let (kept_n, kept_total) = got[key];
+        assert_eq!(kept_n, *n, "{step}: count of {key:?}");
+        assert!(
+            (kept_total - total).abs() <= 1e-6 * total.abs().max(1.0),
+            "{step}: sum of {key:?}: {kept_total} vs {total}"
+        );
+    }
+}
+
+/// After `step`, the kept levels and every statistic they answer are true.
+async fn assert_all_true(app: &TestApp, key: &str, step: &str) {
+    assert_levels_true(app, step).await;
+    let products = product::Entity::find().all(&app.db).await.unwrap();
+    let lowest = lowest(app).await;
+    assert_cases(app, key, &products, &lowest, level_cases()).await;
+}
+
+#[tokio::test]
+async fn kept_price_levels_follow_every_write_whoever_makes_it() {
+    let (app, key) = demo_app(40).await;
+    assert_all_true(&app, &key, "seeded").await;
+
+    // Through the API: a new product, then a known one seen again cheaper.
+    send(&app, &key, vec![item("lv-1")]).await;
+    app.jobs().tick().await.expect("merge");
+    assert_all_true(&app, &key, "new product merged").await;
+    let cheaper = with(item("lv-1"), &["prices", "0", "price"], json!(10));
+    send(&app, &key, vec![cheaper]).await;
+    app.jobs().tick().await.expect("merge");
+    assert_all_true(&app, &key, "price lowered by a merge").await;
+
+    // By hand, in SQL: the database keeps the levels, not the code. Prices
+    // exactly on a level's bound, below the first bound, above the last;
+    // stock lost; prices crowded into one level; a product's trust status;
+    // a price and products deleted.
+    let by_hand = [
+        "UPDATE current_prices SET price = (SELECT low FROM price_level_bounds WHERE level = 300) \
+            WHERE id IN (SELECT id FROM current_prices WHERE currency = 'RUB' ORDER BY id LIMIT 3)",
+        "UPDATE current_prices SET price = 0.001 \
+            WHERE id IN (SELECT id FROM current_prices WHERE currency = 'RUB' ORDER BY id DESC LIMIT 1)",
+        "UPDATE current_prices SET price = 1e13 \
+            WHERE id IN (SELECT id FROM current_prices WHERE currency = 'KZT' ORDER BY id LIMIT 2)",
+        "UPDATE current_prices SET stock_quantity = 0, stock_status = 'out_of_stock' \
+            WHERE id IN (SELECT id FROM current_prices WHERE currency = 'RUB' ORDER BY price LIMIT 5)",
+        // Every RUB price into one level (1,000 to 1,009, ties among them):
+        // each statistic is read inside it, from either end.
+        "UPDATE current_prices SET price = 1000 + CAST(price AS INTEGER) % 10 \
+            WHERE currency = 'RUB' AND price > 1",
+        "UPDATE products SET trust_status = 'verified' \
+            WHERE id IN (SELECT id FROM products WHERE trust_status <> 'verified' ORDER BY id LIMIT 4)",
+        "DELETE FROM current_prices \
+            WHERE id IN (SELECT id FROM current_prices WHERE currency = 'RUB' ORDER BY price DESC LIMIT 2)",
+        "DELETE FROM products WHERE id IN (SELECT id FROM products ORDER BY id LIMIT 5)",
+    ];
+    for sql in by_hand {
+        app.db.execute_unprepared(sql).await.expect(sql);
+        assert_all_true(&app, &key, sql).await;
+    }
+
+    // Prices no merge writes, at the ends of a double: their levels count
+    // them without summing them, so no sum overflows and every later
+    // write to those levels still goes in.
+    for sql in [
+        "UPDATE current_prices SET price = -1.7976931348623157e308 \
+            WHERE id IN (SELECT id FROM current_prices WHERE currency = 'KZT' ORDER BY id LIMIT 3)",
+        "UPDATE current_prices SET price = 1.7976931348623157e308 \
+            WHERE id IN (SELECT id FROM current_prices WHERE currency = 'BYN' ORDER BY id LIMIT 3)",
+    ] {
+        app.db.execute_unprepared(sql).await.expect(sql);
+        assert_levels_true(&app, sql).await;
+    }
+    let gone = "DELETE FROM current_prices WHERE price < 0 OR price > 1e300";
+    app.db.execute_unprepared(gone).await.expect(gone);
+    assert_all_true(&app, &key, gone).await;
+}
+
+/// A filter the kept levels answer costs what it reads there, whatever the
+/// catalog; any other is costed as two walks of its lowest prices.
+#[tokio::test]
+async fn statistics_from_the_kept_levels_cost_a_few_points() {
+    let (app, key) = demo_app(5).await;
+    let mut costs = Vec::new();
+    for filter in [
+        json!({}),
+        json!({ "marketplace": "OZON", "trustStatus": "VERIFIED", "inStock": true }),
+        json!({ "brand": "Redmond" }),
+        json!({ "priceMin": 1 }),
+    ] {
+        let vars = json!({ "filter": filter, "currency": "RUB" });
+        let (status, body) = post(&app, Some(&key), STATS, vars).await;
+        assert_eq!(status, 200, "{body}");
+        costs.push(
+            body["extensions"]["cost"]["complexity"]
+                .as_u64()
+                .expect("cost"),
+        );
+    }
+    assert_eq!(costs[0], costs[1], "{costs:?}");
+    assert!(costs[0] <= 20, "{costs:?}");
+    // Two walks of the lowest prices, at the floor of 100 points each.
+    assert!(costs[2] >= 200 && costs[3] >= 200, "{costs:?}");
 }

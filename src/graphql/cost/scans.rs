@@ -25,6 +25,9 @@
 //!   narrow range may walk the whole catalog for a page: one point per
 //!   [`ROWS_PER_POINT`] products of the catalog (between the same floor
 //!   and ceiling), once per list that has one;
+//! - `productStats` whose filter has nothing but a marketplace, a trust
+//!   status and stock reads the kept price levels (`query::stats`):
+//!   [`KEPT_STATS`] points, whatever the catalog;
 //! - a trend (`priceIndex`, `priceMovers`) reads the history of every
 //!   product its filter matches, which may be the whole catalog's: one
 //!   point per [`ROWS_PER_POINT`] price observations (between the same
@@ -48,15 +51,19 @@ use sea_orm::DatabaseConnection;
 
 use crate::config::DEFAULT_COUNT_BOUND;
 use crate::graphql::schema::relay_connection::{COUNTED, MOST, page_cost};
-use crate::query::counts;
 use crate::query::estimate::{self, TableRows};
 use crate::query::products::ProductFilter;
+use crate::query::{counts, stats};
 
 /// Rows a count reads for one complexity point.
 pub const ROWS_PER_POINT: u64 = 1_000;
 /// A count answered from the kept counts: a sum of a few rows, the work of
 /// a page of one.
 pub const KEPT_COUNT: usize = 1;
+/// `productStats` answered from the kept price levels: a sum of at most a
+/// few thousand level rows, and four walks within one level each (4% of
+/// the prices, a few thousand index entries at 1,000,000 products).
+pub const KEPT_STATS: usize = 10;
 /// The fewest thousands of products a substring filter is costed for,
 /// whatever the catalog holds, so that many of them never come cheap.
 pub const SCAN_FLOOR: usize = 100;
@@ -223,9 +230,14 @@ pub fn price_series(child: usize) -> usize {
     current().product_history.saturating_add(child).min(MOST)
 }
 
-/// `productStats(filter)`: its filter's scans, and two walks of the
-/// matching products' lowest prices (the aggregates, then the median's).
+/// `productStats(filter)`: with no condition but a marketplace, a trust
+/// status and stock, [`KEPT_STATS`] (`query::stats` reads the kept price
+/// levels); else its filter's scans, and two walks of the matching
+/// products' lowest prices (the aggregates, then the median's).
 pub fn product_stats(filter: &Option<ProductFilter>) -> usize {
+    if stats::from_kept_levels(filter.as_ref().unwrap_or(&ProductFilter::default())) {
+        return KEPT_STATS;
+    }
     let costs = current();
     scans_of(filter, &costs)
         .saturating_add(costs.price_filter.saturating_mul(2))
