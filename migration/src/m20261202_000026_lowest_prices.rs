@@ -160,13 +160,18 @@ fn postgres() -> Vec<String> {
     ]
 }
 
-/// The lowest prices of the current prices there are.
-pub fn backfill(backend: DbBackend) -> String {
-    let any = match backend {
+/// The aggregate that ORs booleans on `backend` (SQLite keeps them as 0
+/// and 1).
+pub(crate) fn any_of(backend: DbBackend) -> &'static str {
+    match backend {
         DbBackend::Postgres => "bool_or",
         _ => "MAX",
-    };
-    format!("INSERT INTO {COLUMNS} {}", recomputed("", any))
+    }
+}
+
+/// The lowest prices of the current prices there are.
+pub fn backfill(backend: DbBackend) -> String {
+    format!("INSERT INTO {COLUMNS} {}", recomputed("", any_of(backend)))
 }
 
 /// The statements that compute the lowest price of `row`'s (`OLD` or

@@ -134,10 +134,7 @@ pub fn backfill() -> String {
 /// products' columns (the fill of a bulk load; migration 26 fills the
 /// table before it had them).
 pub fn lowest_prices_backfill(backend: DbBackend) -> String {
-    let any = match backend {
-        DbBackend::Postgres => "bool_or",
-        _ => "MAX",
-    };
+    let any = lowest_prices::any_of(backend);
     format!(
         "INSERT INTO lowest_prices
             (product_id, currency, price, in_stock, marketplace, trust_status)
