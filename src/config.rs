@@ -628,7 +628,20 @@ pub struct HttpConfig {
     #[arg(long, env = "VITRINA_KEY_CACHE_ENTRIES", default_value_t = DEFAULT_KEY_CACHE_ENTRIES,
           value_parser = clap::value_parser!(u16).range(..=MAX_KEY_CACHE_ENTRIES as i64))]
     pub key_cache_entries: u16,
+
+    /// Megabytes of answers kept in memory (GraphQL queries and REST v1
+    /// GETs), each served again until a write changes the data it was
+    /// worked out from; the least recently used go first. 0 turns the
+    /// response cache off.
+    #[arg(long, env = "VITRINA_CACHE_MB", default_value_t = DEFAULT_CACHE_MB,
+          value_parser = clap::value_parser!(u32).range(..=MAX_CACHE_MB as i64))]
+    pub cache_mb: u32,
 }
+
+/// Megabytes of answers kept when `VITRINA_CACHE_MB` is not set.
+pub const DEFAULT_CACHE_MB: u32 = 64;
+/// The most megabytes of answers that may be kept.
+pub const MAX_CACHE_MB: u32 = 1 << 20;
 
 /// Keys remembered when `VITRINA_KEY_CACHE_ENTRIES` is not set.
 pub const DEFAULT_KEY_CACHE_ENTRIES: u16 = 10_000;
@@ -696,6 +709,7 @@ impl Default for HttpConfig {
             http_probe_connections: DEFAULT_PROBE_CONNECTIONS,
             cors_origins: Vec::new(),
             key_cache_entries: DEFAULT_KEY_CACHE_ENTRIES,
+            cache_mb: DEFAULT_CACHE_MB,
         }
     }
 }

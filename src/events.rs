@@ -5,6 +5,11 @@
 //! differ); on SQLite, which has one process, an in-process channel serves.
 //! A subscriber that falls more than [`BACKLOG`] events behind misses the
 //! oldest of them.
+//!
+//! The same listener carries the data versions of the response cache
+//! (`cache/versions.rs`): it bumps them on each `vitrina_data` notification,
+//! and reads them as unknown from the moment its connection is lost until
+//! it listens again.
 
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, Statement};
 use std::sync::Arc;
@@ -13,6 +18,7 @@ use std::time::Duration;
 use tokio::sync::{broadcast, watch};
 use uuid::Uuid;
 
+use crate::cache::versions::{self, DataVersions, Grains};
 use crate::query::movers::PriceMove;
 
 /// The channel of session events: the session's id as text.
@@ -25,6 +31,9 @@ pub const BACKLOG: usize = 1024;
 
 /// How long a subscriber waits for the PostgreSQL listener to be in place.
 const READY_WAIT: Duration = Duration::from_secs(10);
+
+/// How long a listener that lost its connection waits before connecting again.
+const RECONNECT_WAIT: Duration = Duration::from_millis(200);
 
 /// One event.
 #[derive(Debug, Clone)]
@@ -42,6 +51,8 @@ pub struct Events {
     /// Whether events of every process arrive (always, on SQLite).
     listening: watch::Receiver<bool>,
     listening_tx: Arc<watch::Sender<bool>>,
+    /// The versions of the data, as the writes this process learns of left them.
+    versions: Arc<DataVersions>,
 }
 
 impl Default for Events {
@@ -51,11 +62,17 @@ impl Default for Events {
             tx: broadcast::channel(BACKLOG).0,
             listening,
             listening_tx: Arc::new(listening_tx),
+            versions: Arc::new(DataVersions::new(true)),
         }
     }
 }
 
 impl Events {
+    /// The versions of the data in this process.
+    pub fn versions(&self) -> &Arc<DataVersions> {
+        &self.versions
+    }
+
     /// Waits until events from every process arrive, so a subscriber that
     /// starts now misses nothing published after it.
     pub async fn ready(&self) {
@@ -114,39 +131,115 @@ impl Events {
         }
     }
 
-    /// On PostgreSQL, forwards NOTIFY events of every process to this
-    /// process's subscribers; a no-op on SQLite.
+    /// Starts following the writes of every process: on PostgreSQL,
+    /// forwards their NOTIFY events to this process's subscribers and data
+    /// versions; on SQLite, watches for commits made by other connections.
     pub fn listen(&self, db: &DatabaseConnection) {
-        if db.get_database_backend() != DbBackend::Postgres {
-            return;
+        match db.get_database_backend() {
+            DbBackend::Postgres => self.listen_postgres(db),
+            _ => self.watch_sqlite(db),
         }
+    }
+
+    fn listen_postgres(&self, db: &DatabaseConnection) {
         let pool = db.get_postgres_connection_pool().clone();
-        let tx = self.tx.clone();
+        let (tx, versions) = (self.tx.clone(), self.versions.clone());
         let listening = self.listening_tx.clone();
         listening.send_replace(false);
+        versions.lost();
         tokio::spawn(async move {
-            let mut listener = match sea_orm::sqlx::postgres::PgListener::connect_with(&pool).await
-            {
-                Ok(l) => l,
-                Err(e) => return tracing::error!(error = %e, "cannot listen for events"),
-            };
-            if let Err(e) = listener.listen_all([SESSIONS, PRICES]).await {
-                return tracing::error!(error = %e, "cannot listen for events");
-            }
-            listening.send_replace(true);
             loop {
-                match listener.recv().await {
-                    Ok(note) => {
-                        if let Some(event) = parse(note.channel(), note.payload()) {
-                            let _ = tx.send(event);
+                let mut listener = match listen_to_all(&pool).await {
+                    Ok(listener) => listener,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot listen for events; trying again");
+                        tokio::time::sleep(RECONNECT_WAIT).await;
+                        continue;
+                    }
+                };
+                versions.restored();
+                listening.send_replace(true);
+                // `try_recv` answers `None` once the connection is lost:
+                // whatever was sent meanwhile never arrives.
+                while let Ok(Some(note)) = listener.try_recv().await {
+                    match note.channel() {
+                        versions::CHANNEL => versions.bump(Grains::of_payload(note.payload())),
+                        channel => {
+                            if let Some(event) = parse(channel, note.payload()) {
+                                let _ = tx.send(event);
+                            }
                         }
                     }
-                    // The listener reconnects by itself on the next recv.
-                    Err(e) => tracing::warn!(error = %e, "event listener interrupted"),
+                }
+                tracing::warn!("event listener lost its connection; listening again");
+                listening.send_replace(false);
+                versions.lost();
+            }
+        });
+    }
+
+    /// A SQLite process bumps the data versions for its own writes as they
+    /// commit; a commit by another process (the CLI, a hand-run statement)
+    /// shows in `PRAGMA data_version` of a connection of our own, read
+    /// every [`versions::FOREIGN_WRITES_POLL`]. Each change of it bumps
+    /// every grain; this process's own commits change it too, which only
+    /// retires answers early.
+    fn watch_sqlite(&self, db: &DatabaseConnection) {
+        use sea_orm::sqlx::{ConnectOptions, Connection};
+        let options = db.get_sqlite_connection_pool().connect_options();
+        let versions = self.versions.clone();
+        tokio::spawn(async move {
+            let mut seen = None;
+            let mut connection = None;
+            let mut tick = tokio::time::interval(versions::FOREIGN_WRITES_POLL);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                if connection.is_none() {
+                    connection = options.connect().await.ok();
+                }
+                let Some(conn) = connection.as_mut() else {
+                    versions.lost();
+                    seen = None;
+                    continue;
+                };
+                let read = sea_orm::sqlx::query_scalar::<_, i64>("PRAGMA data_version")
+                    .fetch_one(&mut *conn)
+                    .await;
+                match (read, seen) {
+                    (Ok(now), None) => {
+                        seen = Some(now);
+                        versions.restored();
+                    }
+                    (Ok(now), Some(before)) if now != before => {
+                        seen = Some(now);
+                        versions.bump(Grains::ALL);
+                    }
+                    (Ok(_), Some(_)) => {}
+                    (Err(e), _) => {
+                        tracing::warn!(error = %e, "cannot watch the database for writes");
+                        versions.lost();
+                        seen = None;
+                        if let Some(conn) = connection.take() {
+                            let _ = conn.close().await;
+                        }
+                    }
                 }
             }
         });
     }
+}
+
+/// A listener on every channel of [`Events`] and the data versions.
+async fn listen_to_all(
+    pool: &sea_orm::sqlx::PgPool,
+) -> Result<sea_orm::sqlx::postgres::PgListener, sea_orm::sqlx::Error> {
+    let mut listener = sea_orm::sqlx::postgres::PgListener::connect_with(pool).await?;
+    listener.eager_reconnect(false);
+    listener
+        .listen_all([SESSIONS, PRICES, versions::CHANNEL])
+        .await?;
+    Ok(listener)
 }
 
 /// The event a NOTIFY on `channel` carries.

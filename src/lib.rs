@@ -25,7 +25,8 @@
 //! - [`limits`]: the per-account rate limit and daily data quota;
 //! - [`accounts`]: accounts and API keys;
 //! - [`query`]: the one query layer: filters, paging and ordering over the entities;
-//! - [`events`]: live session progress, for GraphQL subscriptions;
+//! - [`events`]: live session progress, for GraphQL subscriptions, and the writes of every process;
+//! - [`cache`]: answers kept until the data they were worked out from changes;
 //! - [`metrics`]: Prometheus metrics on a listener of their own;
 //!
 //! Foundations:
@@ -43,6 +44,7 @@
 
 pub mod accounts;
 pub mod app;
+pub mod cache;
 pub mod cli;
 pub mod clock;
 pub mod config;

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use sea_orm::DatabaseConnection;
 
+use crate::cache::ResponseCache;
 use crate::clock::SharedClock;
 use crate::config::Settings;
 use crate::events::Events;
@@ -37,6 +38,8 @@ pub struct AppState {
     pub revocations: Arc<Revocations>,
     /// The keys admitted lately, kept true by the revocation poll.
     pub known_keys: Arc<KnownKeys>,
+    /// Answers kept until the data they were worked out from changes.
+    pub cache: Arc<ResponseCache>,
     /// Under `serve --demo`: the demo key, filled into GraphiQL and the
     /// dashboard (which is served only then).
     pub demo_key: Option<String>,
@@ -57,6 +60,8 @@ impl AppState {
     ) -> Result<Self, crate::Error> {
         settings.sizes.check().map_err(crate::Error::Invalid)?;
         let known_keys = Arc::new(KnownKeys::new(usize::from(settings.http.key_cache_entries)));
+        let events = Events::default();
+        events.listen(&db);
         Ok(AppState {
             webhook_sender: Sender::new(&settings.webhooks)?,
             clock,
@@ -69,11 +74,11 @@ impl AppState {
                 settings.limits.db_time_per_minute_ms,
                 settings.limits.db_time_burst_ms,
             )),
-            events: {
-                let events = Events::default();
-                events.listen(&db);
-                events
-            },
+            cache: Arc::new(ResponseCache::new(
+                settings.http.cache_mb,
+                events.versions().clone(),
+            )),
+            events,
             revocations: Revocations::start(&db, known_keys.clone()),
             known_keys,
             db,

@@ -32,6 +32,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::accounts::Caller;
+use crate::cache::versions::Grains;
 use crate::http::ApiError;
 use crate::http::error::ErrorBody;
 use crate::jobs::merge::item::ScrapedItem;
@@ -238,7 +239,8 @@ pub async fn upload(
         })
         .collect();
     crate::db::insert_batched(&txn, rows).await?;
-    txn.commit().await?;
+    let versions = state.events.versions();
+    versions.commit(txn, Grains::SESSIONS).await?;
     let view = sessions::find_for_account(&state.db, caller.account_id, session_id).await?;
     Ok((
         StatusCode::ACCEPTED,

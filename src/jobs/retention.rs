@@ -20,6 +20,7 @@ use entity::{submission, webhook_delivery};
 use sea_orm::sea_query::{Expr, LockBehavior, LockType, Query};
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr, EntityTrait, Order};
 
+use crate::cache::versions::{DataVersions, Grains};
 use crate::config::JobsConfig;
 
 /// What retention keeps, and how much one delete and one pass may do.
@@ -91,6 +92,7 @@ impl Retention {
         &self,
         db: &DatabaseConnection,
         now: DateTime<Utc>,
+        versions: &DataVersions,
     ) -> Result<Purged, DbErr> {
         let mut purged = Purged::default();
         let (mut submissions, mut deliveries, mut history) = (
@@ -101,7 +103,7 @@ impl Retention {
         // A period reaching before the earliest time there is keeps everything.
         if let Some(before) = now.checked_sub_signed(self.settings.after) {
             purged.submissions = oldest_first(
-                db,
+                (db, versions, Grains::SESSIONS),
                 &mut submissions,
                 submission::Entity,
                 submission::Column::Id,
@@ -111,7 +113,7 @@ impl Retention {
             .await?;
             // An unfinished delivery has no finished_at, which compares as unknown.
             purged.deliveries = oldest_first(
-                db,
+                (db, versions, Grains::NONE),
                 &mut deliveries,
                 webhook_delivery::Entity,
                 webhook_delivery::Column::Id,
@@ -125,7 +127,8 @@ impl Retention {
             .price_history
             .and_then(|kept| now.checked_sub_signed(kept));
         if let Some(before) = history_before {
-            purged.observations = self.history.purge(db, before, &mut history).await?;
+            let purge = self.history.purge(db, versions, before, &mut history);
+            purged.observations = purge.await?;
         }
         for batches in [submissions, deliveries, history] {
             purged.batches += batches.run;
@@ -169,10 +172,11 @@ impl Batches {
 
 /// Deletes the rows of `entity` whose `age` is before `before`, oldest
 /// first, a batch per statement, until none is left or the pass runs out of
-/// batches. On PostgreSQL a row another transaction has locked is skipped,
-/// never waited for: it goes in a later batch or pass.
+/// batches; each batch that deleted rows announces the grain they belong to.
+/// On PostgreSQL a row another transaction has locked is skipped, never
+/// waited for: it goes in a later batch or pass.
 async fn oldest_first<E: EntityTrait>(
-    db: &DatabaseConnection,
+    (db, versions, grains): (&DatabaseConnection, &DataVersions, Grains),
     batches: &mut Batches,
     entity: E,
     id: E::Column,
@@ -196,7 +200,9 @@ async fn oldest_first<E: EntityTrait>(
             .from_table(entity)
             .and_where(Expr::col(id).in_subquery(oldest))
             .to_owned();
-        let rows = db.execute(&delete).await?.rows_affected();
+        let txn = crate::db::begin_write(db).await?;
+        let rows = txn.execute(&delete).await?.rows_affected();
+        versions.commit(txn, grains.when(rows > 0)).await?;
         deleted += rows;
         if rows < batches.size {
             break;

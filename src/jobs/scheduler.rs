@@ -115,6 +115,7 @@ impl Jobs {
     /// back, and the jobs after it wait for the next start.
     async fn tick_until(&self, stop: &(dyn Fn() -> bool + Sync)) -> Result<TickReport, DbErr> {
         let clock: &dyn Clock = self.clock.as_ref();
+        let versions = self.events.versions();
         let merge = merge::run_pass_until(
             &self.db,
             clock,
@@ -133,8 +134,12 @@ impl Jobs {
         Ok(TickReport {
             merge,
             deliveries: crate::webhooks::deliver_due(&self.db, clock, &self.sender).await?,
-            snapshot_made: snapshots::ensure_today(&self.db, clock.now(), self.snapshots).await?,
-            purged: self.retention.purge(&self.db, clock.now()).await?,
+            snapshot_made: snapshots::ensure_today(&self.db, clock.now(), self.snapshots, versions)
+                .await?,
+            purged: self
+                .retention
+                .purge(&self.db, clock.now(), versions)
+                .await?,
         })
     }
 

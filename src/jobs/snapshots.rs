@@ -17,6 +17,7 @@
 //! holds the start of one list and one row, never every distinct path.
 //! The rows of a list are written in its order, so their ids follow it.
 
+use crate::cache::versions::{DataVersions, Grains};
 use chrono::{DateTime, NaiveDate, Utc};
 use entity::{Marketplace, StringList, brand_snapshot, category_snapshot, product};
 use futures_util::{Stream, TryStreamExt};
@@ -61,7 +62,9 @@ impl Kept {
 /// transaction, keeping of each list what the default settings keep (the
 /// demo data's snapshot).
 pub async fn compute(db: &DatabaseConnection, day: NaiveDate) -> Result<(), DbErr> {
-    compute_within(db, day, Kept::of(&Settings::default())).await
+    // Other processes learn of it from the database (`cache/versions.rs`).
+    let versions = DataVersions::new(true);
+    compute_within(db, day, Kept::of(&Settings::default()), &versions).await
 }
 
 /// Computes the snapshots of `day` from the current products, in one
@@ -71,6 +74,7 @@ pub async fn compute_within(
     db: &DatabaseConnection,
     day: NaiveDate,
     kept: Kept,
+    versions: &DataVersions,
 ) -> Result<(), DbErr> {
     let txn = db.begin().await?;
     category_snapshot::Entity::delete_many()
@@ -104,7 +108,7 @@ pub async fn compute_within(
         });
         insert_batched(&txn, rows).await?;
     }
-    txn.commit().await
+    versions.commit(txn, Grains::CATALOG).await
 }
 
 /// The start of the category list of `marketplace`: one row per path.
@@ -224,6 +228,7 @@ pub async fn ensure_today(
     db: &DatabaseConnection,
     now: DateTime<Utc>,
     kept: Kept,
+    versions: &DataVersions,
 ) -> Result<bool, DbErr> {
     use sea_orm::PaginatorTrait;
     let day = now.date_naive();
@@ -239,6 +244,6 @@ pub async fn ensure_today(
     if has(categories) || has(brands) {
         return Ok(false);
     }
-    compute_within(db, day, kept).await?;
+    compute_within(db, day, kept, versions).await?;
     Ok(true)
 }

@@ -55,6 +55,9 @@ const WEBHOOK_OLDEST_DUE: &str = "vitrina_webhook_oldest_due_age_seconds";
 const POOL_CONNECTIONS: &str = "vitrina_db_pool_connections";
 const POOL_MAX: &str = "vitrina_db_pool_max_connections";
 const BUILD_INFO: &str = "vitrina_build_info";
+const CACHE_LOOKUPS: &str = "vitrina_cache_lookups_total";
+const CACHE_EVICTIONS: &str = "vitrina_cache_evictions_total";
+const CACHE_BYTES: &str = "vitrina_cache_bytes";
 
 /// Upper bounds of the duration buckets, in seconds.
 const SECONDS_BUCKETS: &[f64] = &[
@@ -143,6 +146,19 @@ fn describe() {
         "Database pool connections, by state: idle or in_use."
     );
     describe_gauge!(POOL_MAX, "Most connections the database pool opens.");
+    describe_counter!(
+        CACHE_LOOKUPS,
+        "Lookups in the response cache, by result: hit or miss."
+    );
+    describe_counter!(
+        CACHE_EVICTIONS,
+        "Answers the response cache evicted to stay within its size."
+    );
+    describe_gauge!(
+        CACHE_BYTES,
+        Unit::Bytes,
+        "Bytes the response cache's answers take."
+    );
     describe_gauge!(
         BUILD_INFO,
         "Always 1; the version of the running build as a label."
@@ -207,6 +223,22 @@ pub fn refused(limit: Limit) {
             Limit::DailyQuota => "daily_quota",
         };
         counter!(LIMIT_REFUSALS, "limit" => label).increment(1);
+    }
+}
+
+/// Counts a lookup in the response cache.
+pub fn cache_lookup(hit: bool) {
+    if enabled() {
+        let result = if hit { "hit" } else { "miss" };
+        counter!(CACHE_LOOKUPS, "result" => result).increment(1);
+    }
+}
+
+/// Records an answer kept: `evicted` answers made room, `bytes` are kept now.
+pub fn cache_stored(evicted: u64, bytes: usize) {
+    if enabled() {
+        counter!(CACHE_EVICTIONS).increment(evicted);
+        gauge!(CACHE_BYTES).set(bytes as f64);
     }
 }
 

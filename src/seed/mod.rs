@@ -169,6 +169,8 @@ pub async fn seed_showing(
         report.sessions = demo.sessions;
         report.demo_key = Some(demo.key);
     }
+    // Processes serving this database keep answers worked out before.
+    crate::cache::versions::announce(db, crate::cache::versions::Grains::ALL).await?;
     meter.step("statistics");
     crate::db::refresh_statistics(db).await?;
     meter.finish();

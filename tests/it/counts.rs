@@ -203,7 +203,8 @@ async fn kept_counts_follow_new_products_and_trust_changes_through_the_merge() {
 
 #[tokio::test]
 async fn kept_counts_are_true_after_vitrina_seed_and_read_no_product() {
-    let app = TestApp::spawn().await;
+    // Rows are deleted past the app below: uncached, each read runs.
+    let app = TestApp::spawn_uncached().await;
     let out = vitrina(app.db_url(), &["seed", "--products", "6000", "--seed", "5"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let key = app.key("acme").await;

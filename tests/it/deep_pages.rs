@@ -12,7 +12,7 @@ use vitrina::config::{Limits, ListConfig, Settings};
 use vitrina::seed::{DEMO_ACCOUNT, SeedOptions};
 
 use crate::counts::count;
-use crate::helpers::{TestApp, assert_plain_sentence, ids, test_limits};
+use crate::helpers::{TestApp, assert_plain_sentence, ids, test_limits, uncached};
 
 const SEED: u64 = 28;
 const PRODUCTS: u64 = 300;
@@ -34,14 +34,15 @@ const INDEXED: &[(&str, &str)] = &[
 /// off: these tests walk many deep pages on one key, with a clock that
 /// never drains its balance, and are not about the budget.
 async fn demo(lists: ListConfig) -> (TestApp, String) {
-    let app = TestApp::spawn_with_settings(Settings {
+    // The plans of requests are read: uncached, each one runs.
+    let app = TestApp::spawn_with_settings(uncached(Settings {
         lists,
         limits: Limits {
             db_time_per_minute_ms: 0,
             ..test_limits()
         },
         ..Settings::default()
-    })
+    }))
     .await;
     let options = SeedOptions {
         demo: true,

@@ -121,7 +121,8 @@ async fn invalid_and_missing_parameters_are_refused_with_the_rest_codes() {
 
 #[tokio::test]
 async fn internal_failures_are_internal_error_without_internals() {
-    let app = TestApp::spawn().await;
+    // Tables dropped past the app: uncached, each query runs into it.
+    let app = TestApp::spawn_uncached().await;
     let key = app.key("acme").await;
     let shop = insert_seller(&app.db, fixtures::seller(Marketplace::Ozon, "1")).await;
     let p = insert_product(&app.db, &shop, product("p")).await;

@@ -12,7 +12,7 @@ use vitrina::config::{GraphqlConfig, Settings};
 
 use crate::fixtures::{self, insert_product, insert_seller, product};
 use crate::helpers::graphql::GRAPHQL_RESPONSE;
-use crate::helpers::{TestApp, header};
+use crate::helpers::{TestApp, header, uncached};
 
 const PRODUCTS: &str = "query Shelf { products(first: 5) { edges { node { name brand } } } }";
 
@@ -120,11 +120,16 @@ async fn stored(app: &TestApp) -> Vec<String> {
 
 /// An app with `graphql` settings, a key, and two products.
 async fn app_with(graphql: GraphqlConfig) -> (TestApp, String) {
-    let app = TestApp::spawn_with_settings(Settings {
+    app_on(Settings {
         graphql,
         ..Settings::default()
     })
-    .await;
+    .await
+}
+
+/// An app with `settings`, a key, and two products.
+async fn app_on(settings: Settings) -> (TestApp, String) {
+    let app = TestApp::spawn_with_settings(settings).await;
     let key = app.key("acme").await;
     let shop = insert_seller(&app.db, fixtures::seller(Marketplace::Ozon, "1")).await;
     insert_product(&app.db, &shop, product("a")).await;
@@ -388,7 +393,9 @@ async fn replicas_over_one_database_share_what_either_kept() {
 
 #[tokio::test]
 async fn a_known_hash_is_answered_without_a_write_until_its_use_is_due() {
-    let (app, key) = app().await;
+    // An answer from the response cache is no use of the store: uncached,
+    // every request uses it.
+    let (app, key) = app_on(uncached(Settings::default())).await;
     post(&app, Some(&key), &with_text(PRODUCTS)).await;
     let writes = |from: usize| {
         app.statement_texts(from)

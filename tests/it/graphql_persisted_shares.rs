@@ -12,18 +12,20 @@ use sea_orm::{ConnectionTrait, EntityTrait, PaginatorTrait, Statement};
 use vitrina::config::{GraphqlConfig, Settings};
 
 use crate::graphql_persisted::{by_hash, codes, post_to, sha256, with_text};
-use crate::helpers::{TestApp, migrate_down_through};
+use crate::helpers::{TestApp, migrate_down_through, uncached};
 
 /// An app keeping at most `max` texts, `per_account` for each account.
 async fn app(max: u64, per_account: u64) -> TestApp {
-    TestApp::spawn_with_settings(Settings {
+    // An answer from the response cache is no use of the store: uncached,
+    // every request uses it.
+    TestApp::spawn_with_settings(uncached(Settings {
         graphql: GraphqlConfig {
             persisted_queries_max: max,
             persisted_queries_per_account: per_account,
             ..GraphqlConfig::default()
         },
         ..Settings::default()
-    })
+    }))
     .await
 }
 

@@ -194,7 +194,21 @@ impl TestApp {
 
     /// As [`TestApp::demo`], with these per-account limits.
     pub async fn demo_with(limits: Limits, products: u64, seed: u64) -> (TestApp, String) {
-        let app = Self::spawn_with(limits).await;
+        let settings = Settings {
+            limits,
+            ..Settings::default()
+        };
+        Self::demo_on(settings, products, seed).await
+    }
+
+    /// As [`TestApp::demo`], with the response cache off (see [`uncached`]).
+    pub async fn demo_uncached(products: u64, seed: u64) -> (TestApp, String) {
+        Self::demo_on(uncached(Settings::default()), products, seed).await
+    }
+
+    /// As [`TestApp::demo`], with these settings (the test's limits unless set).
+    pub async fn demo_on(settings: Settings, products: u64, seed: u64) -> (TestApp, String) {
+        let app = Self::spawn_with_settings(settings).await;
         let options = SeedOptions {
             demo: true,
             products,
@@ -203,6 +217,15 @@ impl TestApp {
         vitrina::seed::seed(&app.db, &options).await.expect("seed");
         let key = app.key(vitrina::seed::DEMO_ACCOUNT).await;
         (app, key)
+    }
+
+    /// The app with the response cache off (see [`uncached`]).
+    pub async fn spawn_uncached() -> TestApp {
+        let settings = Settings {
+            limits: test_limits(),
+            ..Settings::default()
+        };
+        Self::spawn_with_settings(uncached(settings)).await
     }
 
     /// The app with every setting chosen by the test (GraphQL limits, batching...).
@@ -478,6 +501,15 @@ pub fn test_limits() -> Limits {
         db_time_burst_ms: vitrina::config::DEFAULT_DB_TIME_PER_MINUTE_MS,
         ..Limits::default()
     }
+}
+
+/// `settings` with the response cache off: for tests that write rows
+/// straight into the database, past the app (the cache learns only of the
+/// writes Vitrina makes), or that count the statements a request sends
+/// when it runs.
+pub fn uncached(mut settings: Settings) -> Settings {
+    settings.http.cache_mb = 0;
+    settings
 }
 
 /// Limits with this daily quota and the default rate limit.

@@ -12,11 +12,12 @@ use std::time::{Duration, Instant};
 use entity::product;
 use sea_orm::{ConnectionTrait, DbBackend, EntityTrait, Iterable, PaginatorTrait};
 use serde_json::{Value, json};
+use vitrina::config::Settings;
 use vitrina::limits::Limits;
 
 use crate::fixtures::{self, insert_product, insert_seller, product};
-use crate::helpers::TestApp;
 use crate::helpers::graphql::{data, demo_app, only_error_code, post};
+use crate::helpers::{TestApp, uncached};
 
 /// The default complexity limit.
 const LIMIT: u64 = 10_000;
@@ -249,7 +250,14 @@ async fn loop_app(products: u64) -> (TestApp, String) {
         db_time_per_minute_ms: 0,
         ..Limits::default()
     };
-    TestApp::demo_with(limits, products, 7).await
+    // Uncached: a hostile client varies what it sends until each request
+    // runs, which the loops here do by sending the same one to a server
+    // without the response cache.
+    let settings = uncached(Settings {
+        limits,
+        ..Settings::default()
+    });
+    TestApp::demo_on(settings, products, 7).await
 }
 
 /// A key's requests sent in a loop while `loud`, until `stop`.

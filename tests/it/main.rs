@@ -65,6 +65,7 @@ mod product_orders;
 mod product_stats;
 mod rate_redis;
 mod release;
+mod response_cache;
 mod rest_access;
 mod rest_contract;
 mod rest_products;

@@ -283,6 +283,10 @@ async fn the_metrics_endpoint_counts_requests_operations_refusals_merges_and_del
         0.0
     );
 
+    // Both product lists ran: a merge came between them.
+    let missed = [("result", "miss")];
+    assert!(moved(&before, &after, "vitrina_cache_lookups_total", &missed) >= 2.0);
+
     let version = [("version", env!("CARGO_PKG_VERSION"))];
     assert_eq!(after.get("vitrina_build_info", &version), 1.0);
     assert_eq!(after.get("vitrina_db_pool_max_connections", &[]), 5.0);

@@ -14,22 +14,10 @@ use tokio_tungstenite::tungstenite::Message;
 use vitrina::state::AppState;
 
 use crate::helpers::TestApp;
-use crate::helpers::uploads::{item, send, with};
+use crate::helpers::uploads::{priced, send_and_merge};
 use crate::ws::{Socket, init, next, open_speaking};
 
 const FIELDS: &str = "currency before after changePercent changedAt product { id brand }";
-
-/// `item(id)` of `brand`, priced `price` RUB.
-fn priced(id: &str, brand: &str, price: f64) -> Value {
-    let priced = with(item(id), &["prices", "0", "price"], json!(price));
-    with(priced, &["brand"], json!(brand))
-}
-
-/// Uploads `items` and merges them.
-async fn merge(app: &TestApp, key: &str, items: Vec<Value>) {
-    send(app, key, items).await;
-    app.jobs().tick().await.expect("merge");
-}
 
 /// Waits until `state` has `count` subscribers: a subscription is in
 /// place once its resolver ran, after its `subscribe` message arrived.
@@ -72,7 +60,7 @@ async fn moves(socket: &mut Socket, count: usize) -> BTreeMap<String, Vec<Value>
 async fn a_move_reaches_the_subscribers_whose_filter_and_threshold_it_meets() {
     let app = TestApp::spawn().await;
     let key = app.key("acme").await;
-    merge(
+    send_and_merge(
         &app,
         &key,
         vec![priced("1", "Redmond", 1000.0), priced("2", "Bosch", 1000.0)],
@@ -90,10 +78,10 @@ async fn a_move_reaches_the_subscribers_whose_filter_and_threshold_it_meets() {
     subscribed(&app.state, before + 4).await;
 
     // -10% for Redmond, then -60% for Bosch (merged, flagged as a jump).
-    merge(&app, &key, vec![priced("1", "Redmond", 900.0)]).await;
-    merge(&app, &key, vec![priced("2", "Bosch", 400.0)]).await;
+    send_and_merge(&app, &key, vec![priced("1", "Redmond", 900.0)]).await;
+    send_and_merge(&app, &key, vec![priced("2", "Bosch", 400.0)]).await;
     // An upload that repeats the price moves nothing.
-    merge(&app, &key, vec![priced("2", "Bosch", 400.0)]).await;
+    send_and_merge(&app, &key, vec![priced("2", "Bosch", 400.0)]).await;
     let got = moves(&mut socket, 4).await;
 
     let redmond = &got["all"][0];
@@ -115,7 +103,7 @@ async fn a_move_reaches_the_subscribers_whose_filter_and_threshold_it_meets() {
     assert!(!got.contains_key("kzt"), "{got:#?}");
 
     // Nothing more came for the repeated price: the next move is a new one.
-    merge(&app, &key, vec![priced("2", "Bosch", 800.0)]).await;
+    send_and_merge(&app, &key, vec![priced("2", "Bosch", 800.0)]).await;
     let got = moves(&mut socket, 3).await;
     let keys: Vec<&str> = got.keys().map(String::as_str).collect();
     assert_eq!(keys, ["all", "big", "bosch"], "{got:#?}");
@@ -127,7 +115,7 @@ async fn a_move_reaches_the_subscribers_whose_filter_and_threshold_it_meets() {
 async fn the_older_websocket_protocol_receives_moves_too() {
     let app = TestApp::spawn().await;
     let key = app.key("acme").await;
-    merge(&app, &key, vec![priced("1", "Redmond", 1000.0)]).await;
+    send_and_merge(&app, &key, vec![priced("1", "Redmond", 1000.0)]).await;
     let mut socket = open_speaking(app.addr, "graphql-ws").await;
     init(&mut socket, &key).await;
     assert_eq!(next(&mut socket).await.unwrap()["type"], "connection_ack");
@@ -136,7 +124,7 @@ async fn the_older_websocket_protocol_receives_moves_too() {
     let start = json!({ "id": "1", "type": "start", "payload": { "query": query } });
     socket.send(Message::text(start.to_string())).await.unwrap();
     subscribed(&app.state, before + 1).await;
-    merge(&app, &key, vec![priced("1", "Redmond", 1100.0)]).await;
+    send_and_merge(&app, &key, vec![priced("1", "Redmond", 1100.0)]).await;
     let message = next(&mut socket).await.expect("a move");
     assert_eq!(message["type"], "data", "{message}");
     assert_eq!(message["payload"]["data"]["priceChanged"]["after"], 1100.0);
@@ -150,7 +138,7 @@ async fn a_move_merged_by_one_replica_reaches_a_subscriber_of_another() {
         return;
     }
     let key = app.key("acme").await;
-    merge(&app, &key, vec![priced("1", "Redmond", 1000.0)]).await;
+    send_and_merge(&app, &key, vec![priced("1", "Redmond", 1000.0)]).await;
     let (addr, replica) = app.replica_with_state(app.state.settings.clone()).await;
     replica.events.ready().await;
     let mut socket = open_speaking(addr, "graphql-transport-ws").await;
@@ -159,7 +147,7 @@ async fn a_move_merged_by_one_replica_reaches_a_subscriber_of_another() {
     let before = replica.events.subscribers();
     subscribe(&mut socket, "1", "(filter: { brand: \"redmond\" })").await;
     subscribed(&replica, before + 1).await;
-    merge(&app, &key, vec![priced("1", "Redmond", 950.0)]).await;
+    send_and_merge(&app, &key, vec![priced("1", "Redmond", 950.0)]).await;
     let got = moves(&mut socket, 1).await;
     assert_eq!(got["1"][0]["before"], 1000.0);
     assert_eq!(got["1"][0]["after"], 950.0);

@@ -297,7 +297,8 @@ async fn assert_all_true(app: &TestApp, key: &str, step: &str) {
 
 #[tokio::test]
 async fn kept_price_levels_follow_every_write_whoever_makes_it() {
-    let (app, key) = demo_app(40).await;
+    // Some writes are made past the app: uncached, each read runs.
+    let (app, key) = TestApp::demo_uncached(40, 7).await;
     assert_all_true(&app, &key, "seeded").await;
 
     // Through the API: a new product, then a known one seen again cheaper.

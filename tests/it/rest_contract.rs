@@ -202,7 +202,7 @@ async fn statements_for(app: &TestApp, key: &str, path: &str) -> usize {
 
 #[tokio::test]
 async fn a_page_of_100_products_costs_the_same_statements_as_a_page_of_1() {
-    let (app, key) = TestApp::demo(150, DEMO_SEED).await;
+    let (app, key) = TestApp::demo_uncached(150, DEMO_SEED).await;
     let one = statements_for(&app, &key, "/v1/products?page_size=1").await;
     let hundred = statements_for(&app, &key, "/v1/products?page_size=100").await;
     assert_eq!(one, hundred);

@@ -181,7 +181,7 @@ async fn scrape_session_has_exactly_the_documented_fields() {
 
 #[tokio::test]
 async fn scrapes_list_stats_take_one_query_per_page_not_per_session() {
-    let app = TestApp::spawn().await;
+    let app = TestApp::spawn_uncached().await;
     let key = app.key("alpha").await;
     let statements_for_list = || async {
         let before = app.statements();
@@ -308,7 +308,8 @@ async fn session_is_completed_once_nothing_is_pending_or_processing() {
 
 #[tokio::test]
 async fn session_status_follows_its_submissions_live() {
-    let app = TestApp::spawn().await;
+    // Statuses are set past the app: uncached, each read runs.
+    let app = TestApp::spawn_uncached().await;
     let key = app.key("alpha").await;
     let session = insert_session(&app.db, &key, test_start()).await;
     let first = insert_submission(&app.db, session.id, SubmissionStatus::Pending, None).await;

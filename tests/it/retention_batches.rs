@@ -44,7 +44,7 @@ async fn submissions_left(app: &TestApp) -> u64 {
 /// One retention pass of `jobs` at the app's clock.
 async fn purge_now(app: &TestApp, jobs: &Jobs) -> Purged {
     jobs.retention
-        .purge(&app.db, app.clock.now())
+        .purge(&app.db, app.clock.now(), app.state.events.versions())
         .await
         .unwrap()
 }

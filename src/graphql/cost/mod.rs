@@ -15,7 +15,9 @@
 //!
 //! `complexity` is absent when the request was refused before its cost was
 //! found; `quota` is present only when the operation read metered rows
-//! (then `charged` is what it cost, 0 when it was refused for the quota).
+//! (then `charged` is what it cost, 0 when it was refused for the quota);
+//! `cached: true` marks an answer from the response cache
+//! (`request/cached.rs`), absent otherwise.
 
 pub(super) mod analysis;
 pub(super) mod quota_charge;
@@ -72,6 +74,16 @@ pub fn report(
     response
         .extensions
         .insert("cost".to_owned(), Value::Object(cost));
+}
+
+/// Adds `extensions.cost` to an answer from the response cache: as
+/// [`report`] has it, with `cached: true` and no quota (an answer that read
+/// metered rows is never kept).
+pub fn report_kept(response: &mut Response, limits: &RequestLimits, rate: &RateDecision) {
+    report(response, limits, rate, None);
+    if let Some(Value::Object(cost)) = response.extensions.get_mut("cost") {
+        cost.insert(Name::new("cached"), Value::Boolean(true));
+    }
 }
 
 fn allowance(allowance: &Allowance, charged: Option<i64>) -> Value {

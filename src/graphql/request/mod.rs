@@ -4,6 +4,7 @@
 //! share of the database pool, and what async-graphql leaves to do on its
 //! answers (error codes, field order).
 
+pub(super) mod cached;
 pub(super) mod document_limits;
 pub(super) mod error_codes;
 pub(super) mod field_order;

@@ -22,6 +22,11 @@
 //! only a cache: when another account's texts push one out, it is read
 //! from the table on its next use, never lost.
 //!
+//! An answer served from the response cache (`cached.rs`) never reaches
+//! the store, so it is no use of the text: a text only ever answered from
+//! there may be evicted, and its client then sends it again, as the
+//! protocol has it.
+//!
 //! Hashes are looked up when a request's cost is found (`Schemas::cost`), which
 //! for a request without a known query text waits for the key check: a
 //! caller without a key cannot make the server read the table, and every
@@ -52,7 +57,7 @@ use crate::http::ApiError;
 use crate::state::AppState;
 
 /// The request extension that carries a persisted query.
-const EXTENSION: &str = "persistedQuery";
+pub(super) const EXTENSION: &str = "persistedQuery";
 /// The one version of the protocol.
 const VERSION: i64 = 1;
 /// Texts kept in this process; the least recently used goes first. At most

@@ -39,7 +39,7 @@ pub fn accepts(headers: &HeaderMap, media: &str) -> bool {
 }
 
 /// The media type the client accepts.
-fn media_type(headers: &HeaderMap) -> &'static str {
+pub(super) fn media_type(headers: &HeaderMap) -> &'static str {
     if accepts(headers, GRAPHQL_RESPONSE) {
         GRAPHQL_RESPONSE
     } else {

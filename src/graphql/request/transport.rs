@@ -24,10 +24,13 @@ use axum::routing::get;
 use futures_util::future::join_all;
 use futures_util::{SinkExt, StreamExt};
 
+use super::cached;
 use super::document_limits;
 use super::persisted;
 use super::response::{self, accepts, api_error, refused_whole, request_error, respond};
 use crate::accounts::Scope;
+use crate::cache::versions::Stamp;
+use crate::cache::{self, Answer, Sharing};
 use crate::graphql::cost::quota_charge::Meter;
 use crate::graphql::{Costed, RequestData, Schemas, cost, gql};
 use crate::http::conditional::{mark, not_modified_if_fresh};
@@ -232,12 +235,27 @@ async fn execute(
         tokio::time::timeout(deadline, answer(endpoint, headers, batch, &mut rate)).await;
     let mut http = match answered {
         Ok(Answered::Done(http)) => return http,
+        Ok(Answered::Kept(answer)) => {
+            let tag = match &*answer {
+                Answer::Graphql { tag, .. } if conditional => tag.as_ref(),
+                _ => None,
+            };
+            let (limits, rate_now) = (&endpoint.schemas.limits, rate.as_ref());
+            let fresh = tag.and_then(|tag| not_modified_if_fresh(headers, tag));
+            let answered = fresh.or_else(|| cached::respond(headers, &answer, limits, rate_now?));
+            let mut http = answered.unwrap_or_else(|| api_error(headers, &ApiError::Internal));
+            if let Some(tag) = tag.filter(|_| http.status().is_success()) {
+                mark(http.headers_mut(), tag.clone());
+            }
+            http
+        }
         // Charged once the deadline no longer applies: the rows are sent,
         // so they are paid for, and a charge is never cut half way.
         Ok(Answered::Ran {
             responses,
             data,
             single,
+            keep,
         }) => {
             let tag = match responses.as_slice() {
                 [(response, _)] if conditional => response::tag(headers, response),
@@ -261,9 +279,19 @@ async fn execute(
                 if let Some(rate) = rate {
                     cost::report(&mut response, limits, rate, quota.as_ref());
                 }
-                response
+                (response, quota.is_some())
             });
-            let mut responses = join_all(charges).await;
+            let (mut responses, metered): (Vec<_>, Vec<_>) =
+                join_all(charges).await.into_iter().unzip();
+            if let ([response], [false], Some((key, stamp)), Some(sharing)) = (
+                responses.as_slice(),
+                metered.as_slice(),
+                keep,
+                data.sharing(),
+            ) {
+                let cache = &endpoint.state.cache;
+                cached::keep(cache, key, (stamp, sharing), headers, response);
+            }
             // A refusal for the quota is no answer to keep.
             let tag = tag.filter(|_| responses.iter().all(|r| r.errors.is_empty()));
             let response = match single {
@@ -289,11 +317,16 @@ async fn execute(
 enum Answered {
     /// Refused, or answered with nothing to charge: the response as sent.
     Done(Response),
+    /// Answered from the response cache.
+    Kept(Arc<Answer>),
     /// Ran, each response with what its metered lists read.
     Ran {
         responses: Vec<(async_graphql::Response, Arc<Meter>)>,
         data: Arc<RequestData>,
         single: bool,
+        /// Where its answer would be kept: the key of a single query and
+        /// the data versions it began at.
+        keep: Option<(cache::Request, Stamp)>,
     },
 }
 
@@ -323,6 +356,20 @@ async fn answer(
             }
         },
     };
+    let key = match requests.as_slice() {
+        [request] if state.cache.enabled() => cached::request_key(request, headers),
+        _ => None,
+    };
+    // An answer for everyone is found before the document is even costed.
+    if let Some(answer) = key.and_then(|key| state.cache.get(key, Sharing::Everyone)) {
+        return match access::admit(state, headers, Scope::Read).await {
+            Ok(admission) => {
+                *rate = Some(admission.rate);
+                Answered::Kept(answer)
+            }
+            Err(refusal) => Answered::Done(refused(headers, refusal)),
+        };
+    }
     // Each operation of a batch is a request against the rate limit: all
     // are counted, or the batch is refused whole and none is.
     let operations = u32::try_from(requests.len()).unwrap_or(u32::MAX);
@@ -355,6 +402,15 @@ async fn answer(
             return Answered::Done(refusal);
         }
     }
+    let own = Sharing::Account(admission.caller.account_id);
+    if let Some(answer) = key.and_then(|key| state.cache.get(key, own)) {
+        return Answered::Kept(answer);
+    }
+    if key.is_some() {
+        state.cache.missed();
+    }
+    // Taken before it runs: a write committed while it runs retires it.
+    let keep = key.zip(state.cache.stamp());
     let data = RequestData::new(state.clone(), admission.caller, &schemas.shares);
     let data = Arc::new(data);
     let responses = join_all(costed.into_iter().map(|p| schemas.run(p, &data))).await;
@@ -362,6 +418,7 @@ async fn answer(
         responses,
         data,
         single,
+        keep,
     }
 }
 

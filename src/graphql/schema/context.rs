@@ -5,12 +5,14 @@
 //! pool (`request/pool_share.rs`).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use async_graphql::Context;
 
 use super::loaders::Loaders;
 use super::reads::{Boxed, Reads};
 use crate::accounts::Caller;
+use crate::cache::Sharing;
 use crate::config::ListConfig;
 use crate::graphql::request::pool_share::{PoolShares, SharedConnection};
 use crate::http::{ApiError, access, sized};
@@ -28,6 +30,22 @@ pub struct RequestData {
     connection: SharedConnection,
     loaders: Loaders,
     budget: Arc<ResponseBudget>,
+    /// What the answer read besides the catalog, as a [`Reached`].
+    reached: AtomicU8,
+}
+
+/// What an answer read besides the catalog, which decides whom it may be
+/// shared with. Resolvers reach the caller and its limits only through the
+/// functions of this module, which record it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+enum Reached {
+    /// Nothing: the answer is the same for every caller.
+    Catalog = 0,
+    /// The caller's own data (`me`, its sessions).
+    Caller = 1,
+    /// Where the caller stands against its limits, which every request changes.
+    Limits = 2,
 }
 
 impl RequestData {
@@ -47,6 +65,7 @@ impl RequestData {
             connection,
             loaders,
             budget,
+            reached: AtomicU8::new(Reached::Catalog as u8),
         }
     }
 
@@ -81,11 +100,27 @@ impl RequestData {
     pub fn caller(&self) -> &Caller {
         &self.caller
     }
+
+    /// Whom the answer worked out so far may be served to again: `None`
+    /// when it read where the caller stands against its limits.
+    pub fn sharing(&self) -> Option<Sharing> {
+        match self.reached.load(Ordering::Acquire) {
+            r if r == Reached::Catalog as u8 => Some(Sharing::Everyone),
+            r if r == Reached::Caller as u8 => Some(Sharing::Account(self.caller.account_id)),
+            _ => None,
+        }
+    }
+
+    fn reach(&self, reached: Reached) {
+        self.reached.fetch_max(reached as u8, Ordering::AcqRel);
+    }
 }
 
 /// The caller of the request `ctx` belongs to.
 pub(super) fn caller<'a>(ctx: &Context<'a>) -> &'a Caller {
-    &data(ctx).caller
+    let data = data(ctx);
+    data.reach(Reached::Caller);
+    &data.caller
 }
 
 /// How many entries the lists of the server hold.
@@ -101,12 +136,14 @@ pub(super) fn reads<'a>(ctx: &Context<'a>) -> Reads<'a> {
 /// Where the caller of `ctx` stands against the rate limit, counting nothing.
 pub(super) fn rate_limit<'a>(ctx: &Context<'a>) -> Boxed<'a, RateDecision> {
     let data = data(ctx);
+    data.reach(Reached::Limits);
     Box::pin(access::rate_standing(&data.state, &data.caller))
 }
 
 /// Where the caller of `ctx` stands against the daily quota, charging nothing.
 pub(super) fn quota<'a>(ctx: &Context<'a>) -> Boxed<'a, Result<Allowance, ApiError>> {
     let data = data(ctx);
+    data.reach(Reached::Limits);
     let quota = access::quota_standing(&data.state, &data.connection, &data.caller);
     Box::pin(quota)
 }

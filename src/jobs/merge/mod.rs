@@ -42,6 +42,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::completion;
+use crate::cache::versions::{self, Grains};
 use crate::clock::Clock;
 use crate::events::Events;
 use crate::query::movers::PriceMove;
@@ -186,13 +187,26 @@ pub async fn run_pass_until(
     unreturned: &Unreturned,
     stop: &(dyn Fn() -> bool + Sync),
 ) -> Result<MergeReport, DbErr> {
+    let versions = events.versions();
     let handed_back = unreturned.hand_back_owed(db).await?;
+    if handed_back > 0 {
+        sessions_changed(db, events).await;
+    }
+    let txn = crate::db::begin_write(db).await?;
+    let released = release_expired(&txn, clock.now()).await?;
+    versions
+        .commit(txn, Grains::SESSIONS.when(released > 0))
+        .await?;
     let mut report = MergeReport {
-        released: handed_back + release_expired(db, clock.now()).await?,
+        released: handed_back + released,
         ..Default::default()
     };
     while !stop() {
-        let batch = claim(db, clock.now(), settings).await?;
+        let txn = crate::db::begin_write(db).await?;
+        let batch = claim(&txn, clock.now(), settings).await?;
+        versions
+            .commit(txn, Grains::SESSIONS.when(!batch.is_empty()))
+            .await?;
         if batch.is_empty() {
             break;
         }
@@ -204,16 +218,30 @@ pub async fn run_pass_until(
         for submission in &batch {
             if stop() {
                 unreturned.hand_back(db, rest(None)).await;
+                sessions_changed(db, events).await;
                 break;
             }
             if let Err(cut) = merge_one(db, clock, settings, events, submission, &mut report).await
             {
                 unreturned.hand_back(db, rest(cut.uncount)).await;
+                sessions_changed(db, events).await;
                 return Err(cut.error);
             }
         }
     }
     Ok(report)
+}
+
+/// Tells every process that submissions went back to pending in a write
+/// of their own (a hand-back, which runs when the database just failed, so
+/// it is not held up by a transaction of its own). Should the database fail
+/// to pass the word on, other replicas may show those submissions as still
+/// processing until the next merge write announces the sessions again.
+async fn sessions_changed(db: &DatabaseConnection, events: &Events) {
+    if let Err(e) = versions::announce(db, Grains::SESSIONS).await {
+        tracing::warn!(error = %e, "a hand-back was not announced to other processes");
+    }
+    events.versions().bump(Grains::SESSIONS);
 }
 
 /// A merge stopped by an error.
@@ -319,7 +347,7 @@ async fn finish(
     }
     price_moves::enqueue(&txn, &moves, session.id, &settings.public_url, now).await?;
     let completed = completion::after_change(&txn, &session, &settings.public_url, now).await?;
-    txn.commit().await?;
+    events.versions().commit(txn, Grains::ALL).await?;
     events.session_changed(db, session.id).await;
     events.prices_moved(db, moves).await;
     crate::metrics::merge_finished(status);

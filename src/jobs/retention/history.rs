@@ -31,6 +31,7 @@ use sea_orm::sea_query::{
 use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, DbErr, ExprTrait, Order};
 
 use super::Batches;
+use crate::cache::versions::{DataVersions, Grains};
 
 /// An observation's place in the walk: `recorded_at`, then `id`.
 type Key = (DateTime<Utc>, i64);
@@ -56,6 +57,7 @@ impl Walk {
     pub(super) async fn purge(
         &self,
         db: &DatabaseConnection,
+        versions: &DataVersions,
         cutoff: DateTime<Utc>,
         batches: &mut Batches,
     ) -> Result<u64, DbErr> {
@@ -66,7 +68,10 @@ impl Walk {
                 Some(key) => End::At(key),
                 None => End::Cutoff(cutoff),
             };
-            deleted += delete_superseded(db, visited, end, batches.size).await?;
+            let txn = crate::db::begin_write(db).await?;
+            let rows = delete_superseded(&txn, visited, end, batches.size).await?;
+            versions.commit(txn, Grains::CATALOG.when(rows > 0)).await?;
+            deleted += rows;
             let reached = match end {
                 End::At(key) => key,
                 // Every observation before the cutoff was visited.
@@ -125,7 +130,7 @@ async fn last_of_batch(
 /// `n` of the same variant, `n` in the batch of at most `size` after
 /// `visited` up to `end`.
 async fn delete_superseded(
-    db: &DatabaseConnection,
+    db: &impl ConnectionTrait,
     visited: Option<Key>,
     end: End,
     size: u64,

@@ -31,6 +31,18 @@ pub fn item(external_id: &str) -> Value {
     })
 }
 
+/// `item(id)` of `brand`, priced `price` RUB.
+pub fn priced(id: &str, brand: &str, price: f64) -> Value {
+    let priced = with(item(id), &["prices", "0", "price"], json!(price));
+    with(priced, &["brand"], json!(brand))
+}
+
+/// Uploads `items` as `key` and merges them (one tick of the app's jobs).
+pub async fn send_and_merge(app: &TestApp, key: &str, items: Vec<Value>) {
+    send(app, key, items).await;
+    app.jobs().tick().await.expect("merge");
+}
+
 pub fn upload(items: Vec<Value>) -> Value {
     json!({ "source_type": "bulk", "intent": "catalog_import", "items": items })
 }

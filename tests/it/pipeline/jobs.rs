@@ -159,7 +159,7 @@ async fn retention_deletes_old_submissions_and_fires_nothing() {
     let purged = app
         .jobs()
         .retention
-        .purge(&app.db, app.clock.now())
+        .purge(&app.db, app.clock.now(), app.state.events.versions())
         .await
         .unwrap();
     assert_eq!(purged.submissions, 1);

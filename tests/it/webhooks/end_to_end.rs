@@ -155,7 +155,7 @@ async fn retention_deletes_finished_deliveries_with_their_attempts_and_keeps_unf
         .app
         .jobs()
         .retention
-        .purge(&h.app.db, h.now())
+        .purge(&h.app.db, h.now(), h.app.state.events.versions())
         .await
         .unwrap();
     assert_eq!(purged.deliveries, 1);

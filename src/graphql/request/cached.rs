@@ -1,0 +1,112 @@
+//! GraphQL answers from the response cache (`crate::cache`).
+//!
+//! A single query over HTTP (POST, GET, a persisted query) is looked up by
+//! its document (or persisted hash), operation, variables and the media type
+//! it is answered in: first as an answer for everyone, then as one of the
+//! caller's own. A hit is still admitted and counted against the rate limit
+//! like any request, and answered with `extensions.cost.cached: true`; it
+//! sends no statement.
+//!
+//! An answer is kept when it ran without errors and read no metered rows
+//! (those are charged by running them, so their quota holds as the spec
+//! says), for everyone unless a resolver reached the caller (then for the
+//! caller's account only), and never when it read where the caller stands
+//! against its limits (`rateLimit`, `quota`), which every request changes.
+
+use std::collections::BTreeMap;
+
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use super::persisted::EXTENSION;
+use super::response::{self, media_type};
+use crate::cache::versions::Stamp;
+use crate::cache::{self, Answer, ResponseCache, Sharing};
+use crate::graphql::cost;
+use crate::graphql::request::document_limits::RequestLimits;
+use crate::limits::RateDecision;
+
+/// What decides the answer to `request`, answered in the media type
+/// `headers` accept; `None` if its variables do not serialize (then it is
+/// neither looked up nor kept).
+pub fn request_key(
+    request: &async_graphql::Request,
+    headers: &HeaderMap,
+) -> Option<cache::Request> {
+    let variables = serde_json::to_vec(&request.variables).ok()?;
+    let persisted = serde_json::to_vec(&request.extensions.get(EXTENSION)).ok()?;
+    Some(cache::Request::of(&[
+        b"graphql",
+        media_type(headers).as_bytes(),
+        request.query.as_bytes(),
+        request
+            .operation_name
+            .as_deref()
+            .unwrap_or_default()
+            .as_bytes(),
+        &variables,
+        &persisted,
+    ]))
+}
+
+/// Keeps `response`, worked out from the data at `stamp`, for `sharing`:
+/// its `data` as JSON, its cost analysis and its tag.
+pub fn keep(
+    cache: &ResponseCache,
+    key: cache::Request,
+    (stamp, sharing): (Stamp, Sharing),
+    headers: &HeaderMap,
+    response: &async_graphql::Response,
+) {
+    if !response.errors.is_empty() {
+        return;
+    }
+    let Ok(data) = serde_json::value::to_raw_value(&response.data) else {
+        return;
+    };
+    let answer = Answer::Graphql {
+        data,
+        analyzer: response
+            .extensions
+            .get("analyzer")
+            .cloned()
+            .unwrap_or_default(),
+        tag: response::tag(headers, response),
+    };
+    cache.put(key, sharing, stamp, answer);
+}
+
+/// The response to a request answered by `answer`, a kept GraphQL answer,
+/// for a caller at `rate`: `None` for an answer of another kind.
+pub fn respond(
+    headers: &HeaderMap,
+    answer: &Answer,
+    limits: &RequestLimits,
+    rate: &RateDecision,
+) -> Option<Response> {
+    let Answer::Graphql { data, analyzer, .. } = answer else {
+        return None;
+    };
+    let mut response = async_graphql::Response::default();
+    let extensions = &mut response.extensions;
+    extensions.insert("analyzer".to_owned(), analyzer.clone());
+    cost::report_kept(&mut response, limits, rate);
+    // `data` as it was written for the first answer, put in place as is.
+    let body = Body {
+        data,
+        extensions: &response.extensions,
+    };
+    let body = serde_json::to_vec(&body).ok()?;
+    let media = HeaderValue::from_static(media_type(headers));
+    Some((StatusCode::OK, [(header::CONTENT_TYPE, media)], body).into_response())
+}
+
+/// A kept answer's JSON: `data` and `extensions`, as `response::respond`
+/// writes an answer without errors.
+#[derive(Serialize)]
+struct Body<'a> {
+    data: &'a RawValue,
+    extensions: &'a BTreeMap<String, async_graphql::Value>,
+}

@@ -1,0 +1,83 @@
+//! REST v1 answers from the response cache (`crate::cache`): a GET is
+//! looked up by its path and query, and for the caller's own routes
+//! (`/me/...`) by its account too. A hit is admitted, counted and tagged
+//! like any answer (the middleware around this one does that) and sends no
+//! statement. A `200 OK` is kept unless it charged the daily quota (it
+//! carries the quota headers): a metered answer is charged by running it.
+
+use axum::body::{Body, to_bytes};
+use axum::extract::{Request, State};
+use axum::http::Method;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::accounts::Caller;
+use crate::cache::{self, Answer, Sharing};
+use crate::http::ApiError;
+use crate::state::AppState;
+
+/// Whose answers a group of routes gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Audience {
+    /// The same answer to every caller (the catalog).
+    Everyone,
+    /// An answer of the caller's own account.
+    Caller,
+}
+
+/// Middleware inside the key check (which hands on the [`Caller`]) for a
+/// group of routes giving answers to `audience`.
+pub async fn answer(
+    State((state, audience)): State<(AppState, Audience)>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let sharing = match audience {
+        Audience::Everyone => Some(Sharing::Everyone),
+        Audience::Caller => request
+            .extensions()
+            .get::<Caller>()
+            .map(|caller| Sharing::Account(caller.account_id)),
+    };
+    let (Some(sharing), &Method::GET, true) = (sharing, request.method(), state.cache.enabled())
+    else {
+        return next.run(request).await;
+    };
+    let path = request.uri().path_and_query().map_or("", |p| p.as_str());
+    let key = cache::Request::of(&[b"rest", path.as_bytes()]);
+    if let Some(answer) = state.cache.get(key, sharing)
+        && let Answer::Rest {
+            status,
+            headers,
+            body,
+        } = &*answer
+    {
+        let mut response = Response::new(Body::from(body.clone()));
+        *response.status_mut() = *status;
+        *response.headers_mut() = headers.clone();
+        return response;
+    }
+    state.cache.missed();
+    // Taken before it runs: a write committed while it runs retires it.
+    let Some(stamp) = state.cache.stamp() else {
+        return next.run(request).await;
+    };
+    let response = next.run(request).await;
+    let metered = response.headers().contains_key("x-quota-limit");
+    if !response.status().is_success() || metered {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    // Within the size limit already (`http::sized`, inside this).
+    let limit = usize::try_from(state.settings.sizes.max_response_bytes()).unwrap_or(usize::MAX);
+    let Ok(body) = to_bytes(body, limit).await else {
+        return ApiError::internal("an answer's body could not be read to keep it").into_response();
+    };
+    let kept = Answer::Rest {
+        status: parts.status,
+        headers: parts.headers.clone(),
+        body: body.clone(),
+    };
+    state.cache.put(key, sharing, stamp, kept);
+    Response::from_parts(parts, Body::from(body))
+}

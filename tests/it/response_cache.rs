@@ -1,0 +1,487 @@
+//! The response cache (issue 30): a repeated GraphQL query or REST GET is
+//! answered from memory with no statement, still counted against the rate
+//! limit; an answer of the caller's own is never served to another key, and
+//! where a caller stands is never kept; every write the answer depends on
+//! (a merge, a snapshot, retention, an upload) retires it at once, and on
+//! PostgreSQL on every replica within a second, also after the listener
+//! lost its connection. A randomized run compares every answer with a
+//! server whose cache is off.
+
+use std::time::Duration;
+
+use chrono::TimeDelta;
+use reqwest::header::{ETAG, IF_NONE_MATCH};
+use sea_orm::{ConnectionTrait, DbBackend};
+use serde_json::{Value, json};
+use vitrina::clock::Clock;
+use vitrina::config::Settings;
+
+use crate::helpers::cli::{stderr, vitrina_alongside};
+use crate::helpers::uploads::{item, priced, send, send_and_merge};
+use crate::helpers::{TestApp, daily_quota, eventually, required_header, test_limits};
+
+const PRODUCTS: &str =
+    "{ products(first: 10) { totalCount edges { node { id brand prices { price currency } } } } }";
+
+/// Settings with a cache of `megabytes`.
+fn cache_of(megabytes: u32) -> Settings {
+    let mut settings = Settings {
+        limits: test_limits(),
+        ..Settings::default()
+    };
+    settings.http.cache_mb = megabytes;
+    settings
+}
+
+/// The app with a cache of `megabytes`, once it learns of every write (on
+/// PostgreSQL its listener is in place; until then nothing is kept).
+async fn app_with_cache(megabytes: u32) -> TestApp {
+    let app = TestApp::spawn_with_settings(cache_of(megabytes)).await;
+    app.state.events.ready().await;
+    app
+}
+
+/// POSTs `query` to the server at `base` as `key`: the whole body.
+async fn graphql_at(app: &TestApp, base: &str, key: &str, query: &str) -> Value {
+    let response = app
+        .client
+        .post(format!("{base}/graphql"))
+        .bearer_auth(key)
+        .json(&json!({ "query": query }))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(response.status(), 200);
+    response.json().await.expect("JSON body")
+}
+
+async fn graphql(app: &TestApp, key: &str, query: &str) -> Value {
+    graphql_at(app, &app.url(""), key, query).await
+}
+
+/// Whether `body` was answered from the cache.
+fn cached(body: &Value) -> bool {
+    body["extensions"]["cost"]["cached"] == json!(true)
+}
+
+/// GETs `path` from the server at `base` as `key`: status, remaining rate and body.
+async fn rest_at(app: &TestApp, base: &str, key: &str, path: &str) -> (u16, i64, Value) {
+    let response = app
+        .client
+        .get(format!("{base}{path}"))
+        .bearer_auth(key)
+        .send()
+        .await
+        .expect("request");
+    let status = response.status().as_u16();
+    let remaining = required_header(&response, "x-ratelimit-remaining")
+        .parse()
+        .unwrap();
+    (status, remaining, response.json().await.expect("JSON body"))
+}
+
+/// The lowest price of the first product in a `PRODUCTS` answer.
+fn first_price(body: &Value) -> f64 {
+    body["data"]["products"]["edges"][0]["node"]["prices"][0]["price"]
+        .as_f64()
+        .expect("a price")
+}
+
+#[tokio::test]
+async fn a_repeated_query_is_answered_from_memory_and_still_counted() {
+    let app = app_with_cache(64).await;
+    let key = app.key("acme").await;
+    send_and_merge(&app, &key, vec![priced("1", "Redmond", 1000.0)]).await;
+
+    let first = graphql(&app, &key, PRODUCTS).await;
+    assert!(!cached(&first), "{first}");
+    let before = app.statements();
+    let again = graphql(&app, &key, PRODUCTS).await;
+    assert_eq!(app.statements(), before, "a hit sends no statement");
+    assert!(cached(&again), "{again}");
+    assert_eq!(again["data"], first["data"]);
+    let remaining = |body: &Value| body["extensions"]["cost"]["rateLimit"]["remaining"].as_i64();
+    assert_eq!(remaining(&again), remaining(&first).map(|r| r - 1));
+    assert_eq!(
+        again["extensions"]["cost"]["complexity"],
+        first["extensions"]["cost"]["complexity"]
+    );
+
+    let base = app.url("");
+    let (status, rate, body) = rest_at(&app, &base, &key, "/v1/products?page_size=5").await;
+    assert_eq!(status, 200);
+    let before = app.statements();
+    let (_, rate_again, body_again) = rest_at(&app, &base, &key, "/v1/products?page_size=5").await;
+    assert_eq!(app.statements(), before, "a REST hit sends no statement");
+    assert_eq!(body_again, body);
+    assert_eq!(rate_again, rate - 1, "a hit counts against the rate limit");
+}
+
+#[tokio::test]
+async fn a_merged_price_shows_on_the_next_read() {
+    let app = app_with_cache(64).await;
+    let key = app.key("acme").await;
+    send_and_merge(&app, &key, vec![priced("1", "Redmond", 1000.0)]).await;
+    let base = app.url("");
+    let path = "/v1/products?page_size=5";
+    for _ in 0..2 {
+        assert_eq!(first_price(&graphql(&app, &key, PRODUCTS).await), 1000.0);
+        let (_, _, body) = rest_at(&app, &base, &key, path).await;
+        assert_eq!(body["data"][0]["prices"][0]["price"], json!(1000.0));
+    }
+    send_and_merge(&app, &key, vec![priced("1", "Redmond", 800.0)]).await;
+    let body = graphql(&app, &key, PRODUCTS).await;
+    assert!(!cached(&body));
+    assert_eq!(first_price(&body), 800.0);
+    let (_, _, body) = rest_at(&app, &base, &key, path).await;
+    assert_eq!(body["data"][0]["prices"][0]["price"], json!(800.0));
+}
+
+#[tokio::test]
+async fn an_answer_of_ones_own_is_never_served_to_another_key() {
+    let app = app_with_cache(64).await;
+    let (a, b) = (app.key("alpha").await, app.key("beta").await);
+    send(&app, &a, vec![item("1")]).await;
+    let me = "{ me { id scrapeSessions(first: 5) { totalCount } } }";
+    let first = graphql(&app, &a, me).await;
+    let again = graphql(&app, &a, me).await;
+    assert!(cached(&again), "{again}");
+    assert_eq!(again["data"], first["data"]);
+    let other = graphql(&app, &b, me).await;
+    assert!(!cached(&other), "{other}");
+    assert_ne!(other["data"]["me"]["id"], first["data"]["me"]["id"]);
+    assert_eq!(other["data"]["me"]["scrapeSessions"]["totalCount"], 0);
+
+    let base = app.url("");
+    let (_, _, of_a) = rest_at(&app, &base, &a, "/v1/me/scrapes").await;
+    rest_at(&app, &base, &a, "/v1/me/scrapes").await;
+    let (_, _, of_b) = rest_at(&app, &base, &b, "/v1/me/scrapes").await;
+    assert_eq!(of_a["meta"]["total"], 1);
+    assert_eq!(of_b["meta"]["total"], 0);
+
+    // A new session of A's shows at once.
+    send(&app, &a, vec![item("2")]).await;
+    let after = graphql(&app, &a, me).await;
+    assert_eq!(after["data"]["me"]["scrapeSessions"]["totalCount"], 2);
+    let (_, _, of_a) = rest_at(&app, &base, &a, "/v1/me/scrapes").await;
+    assert_eq!(of_a["meta"]["total"], 2);
+}
+
+#[tokio::test]
+async fn where_a_caller_stands_is_never_kept() {
+    let app = app_with_cache(64).await;
+    let key = app.key("acme").await;
+    let query = "{ rateLimit { remaining } products(first: 1) { totalCount } }";
+    let first = graphql(&app, &key, query).await;
+    let again = graphql(&app, &key, query).await;
+    assert!(!cached(&again), "{again}");
+    let remaining = |body: &Value| body["data"]["rateLimit"]["remaining"].as_i64().unwrap();
+    assert_eq!(remaining(&again), remaining(&first) - 1);
+}
+
+#[tokio::test]
+async fn a_metered_answer_is_charged_each_time() {
+    let mut settings = cache_of(64);
+    settings.limits = daily_quota(1000);
+    let app = TestApp::spawn_with_settings(settings).await;
+    app.state.events.ready().await;
+    let key = app.key("acme").await;
+    let session = send(&app, &key, vec![item("1"), item("2")]).await;
+    app.jobs().tick().await.expect("merge");
+    let path = format!("/v1/me/scrapes/{session}/products");
+    let quota = |response: &reqwest::Response| -> i64 {
+        required_header(response, "x-quota-remaining")
+            .parse()
+            .unwrap()
+    };
+    let first = app.get_as(&key, &path).await;
+    let second = app.get_as(&key, &path).await;
+    assert_eq!(quota(&first), 998);
+    assert_eq!(quota(&second), 996, "each answer's rows are charged");
+}
+
+#[tokio::test]
+async fn a_304_is_answered_from_memory() {
+    let app = app_with_cache(64).await;
+    let key = app.key("acme").await;
+    send_and_merge(&app, &key, vec![priced("1", "Redmond", 1000.0)]).await;
+    let url = app.url("/graphql?query={products(first:3){totalCount}}");
+    let first = app.client.get(&url).bearer_auth(&key).send().await.unwrap();
+    let tag = required_header(&first, ETAG.as_str()).to_owned();
+    let before = app.statements();
+    let revalidated = app.client.get(&url).bearer_auth(&key);
+    let revalidated = revalidated
+        .header(IF_NONE_MATCH, &tag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(revalidated.status(), 304);
+    assert_eq!(required_header(&revalidated, ETAG.as_str()), tag);
+    assert_eq!(app.statements(), before, "the 304 sends no statement");
+    // After a change the same tag no longer matches.
+    send_and_merge(&app, &key, vec![priced("2", "Redmond", 900.0)]).await;
+    let changed = app.client.get(&url).bearer_auth(&key);
+    let changed = changed.header(IF_NONE_MATCH, &tag).send().await.unwrap();
+    assert_eq!(changed.status(), 200);
+}
+
+#[tokio::test]
+async fn with_the_cache_off_every_request_runs() {
+    let app = app_with_cache(0).await;
+    let key = app.key("acme").await;
+    send_and_merge(&app, &key, vec![priced("1", "Redmond", 1000.0)]).await;
+    graphql(&app, &key, PRODUCTS).await;
+    let before = app.statements();
+    let again = graphql(&app, &key, PRODUCTS).await;
+    assert!(!cached(&again), "{again}");
+    assert!(app.statements() > before);
+}
+
+#[tokio::test]
+async fn a_new_snapshot_shows_on_the_next_read() {
+    let app = app_with_cache(64).await;
+    let key = app.key("acme").await;
+    send_and_merge(&app, &key, vec![priced("1", "Redmond", 1000.0)]).await;
+    let count = |body: &Value| body["data"][0]["product_count"].clone();
+    let base = app.url("");
+    let (_, _, brands) = rest_at(&app, &base, &key, "/v1/brands").await;
+    assert_eq!(count(&brands), 1, "{brands}");
+    send_and_merge(&app, &key, vec![priced("2", "Redmond", 900.0)]).await;
+    rest_at(&app, &base, &key, "/v1/brands").await;
+    let before = app.statements();
+    let (_, _, brands) = rest_at(&app, &base, &key, "/v1/brands").await;
+    assert_eq!(app.statements(), before, "today's list, kept");
+    assert_eq!(
+        count(&brands),
+        1,
+        "today's snapshot was made before the second product"
+    );
+    app.clock.advance(TimeDelta::days(1));
+    let report = app.jobs().tick().await.expect("tick");
+    assert!(report.snapshot_made);
+    let (_, _, brands) = rest_at(&app, &base, &key, "/v1/brands").await;
+    assert_eq!(count(&brands), 2, "{brands}");
+}
+
+/// The app with price history kept 30 days, and `key` of it, with one
+/// product priced three times a day apart; returns its history's path.
+async fn three_prices(settings: Settings) -> (TestApp, String, String) {
+    let mut settings = settings;
+    settings.jobs.price_history_retention_days = 30;
+    let app = TestApp::spawn_with_settings(settings).await;
+    app.state.events.ready().await;
+    let key = app.key("acme").await;
+    for price in [1000.0, 900.0, 800.0] {
+        send_and_merge(&app, &key, vec![priced("1", "Redmond", price)]).await;
+        app.clock.advance(TimeDelta::days(1));
+    }
+    let (_, _, products) = rest_at(&app, &app.url(""), &key, "/v1/products").await;
+    let id = products["data"][0]["id"].as_str().unwrap().to_owned();
+    (app, key, format!("/v1/products/{id}/price-history"))
+}
+
+/// Deletes the history past retention, as the jobs do: the observations deleted.
+async fn purge(app: &TestApp) -> u64 {
+    let jobs = app.jobs();
+    let versions = app.state.events.versions();
+    let purged = jobs.retention.purge(&app.db, app.clock.now(), versions);
+    purged.await.expect("purge").observations
+}
+
+#[tokio::test]
+async fn history_deleted_by_retention_is_gone_from_the_next_read() {
+    let (app, key, path) = three_prices(cache_of(64)).await;
+    let base = app.url("");
+    for _ in 0..2 {
+        let (_, _, history) = rest_at(&app, &base, &key, &path).await;
+        assert_eq!(history["data"].as_array().unwrap().len(), 3);
+    }
+    app.clock.advance(TimeDelta::days(40));
+    assert_eq!(purge(&app).await, 2);
+    let (_, _, history) = rest_at(&app, &base, &key, &path).await;
+    assert_eq!(history["data"].as_array().unwrap().len(), 1, "{history}");
+}
+
+/// On PostgreSQL, where replicas are other processes, the address of a
+/// replica of `app` with a cache, once its listener is in place.
+async fn listening_replica(app: &TestApp) -> Option<String> {
+    if app.db.get_database_backend() != DbBackend::Postgres {
+        return None;
+    }
+    let (addr, replica) = app.replica_with_state(app.state.settings.clone()).await;
+    replica.events.ready().await;
+    Some(format!("http://{addr}"))
+}
+
+/// Checks the server at `base` answers `path` from its cache: the app's
+/// statements, which its replicas' share (one connection), do not move.
+async fn assert_kept(app: &TestApp, base: &str, key: &str, path: &str) {
+    let before = app.statements();
+    rest_at(app, base, key, path).await;
+    assert_eq!(
+        app.statements(),
+        before,
+        "{path} is answered from the cache"
+    );
+}
+
+/// Waits, at most a second, until `path` of the server at `base` answers with
+/// a history of `len` observations.
+async fn history_within_a_second(app: &TestApp, base: &str, key: &str, path: &str, len: usize) {
+    eventually(
+        Duration::from_secs(1),
+        Duration::from_millis(20),
+        || async {
+            let (_, _, history) = rest_at(app, base, key, path).await;
+            match history["data"].as_array().map(Vec::len) {
+                Some(n) if n == len => Ok(()),
+                other => Err(format!("{other:?} observations")),
+            }
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn another_replica_sees_a_merge_and_retention_within_a_second() {
+    let (app, key, path) = three_prices(cache_of(64)).await;
+    let Some(other) = listening_replica(&app).await else {
+        return;
+    };
+    for _ in 0..2 {
+        history_within_a_second(&app, &other, &key, &path, 3).await;
+        graphql_at(&app, &other, &key, PRODUCTS).await;
+    }
+    assert_kept(&app, &other, &key, &path).await;
+    send_and_merge(&app, &key, vec![priced("1", "Redmond", 700.0)]).await;
+    eventually(
+        Duration::from_secs(1),
+        Duration::from_millis(20),
+        || async {
+            match first_price(&graphql_at(&app, &other, &key, PRODUCTS).await) {
+                700.0 => Ok(()),
+                price => Err(format!("the replica still shows {price}")),
+            }
+        },
+    )
+    .await;
+    history_within_a_second(&app, &other, &key, &path, 4).await;
+    app.clock.advance(TimeDelta::days(40));
+    assert_eq!(purge(&app).await, 3);
+    history_within_a_second(&app, &other, &key, &path, 1).await;
+}
+
+#[tokio::test]
+async fn a_replica_whose_listener_lost_its_connection_serves_nothing_it_kept_before() {
+    let (app, key, path) = three_prices(cache_of(64)).await;
+    let Some(other) = listening_replica(&app).await else {
+        return;
+    };
+    history_within_a_second(&app, &other, &key, &path, 3).await;
+    assert_kept(&app, &other, &key, &path).await;
+    // A write announced to no one, as one made while the listener was away.
+    let silent = "DELETE FROM price_observations WHERE price > 850";
+    app.db.execute_unprepared(silent).await.unwrap();
+    assert_kept(&app, &other, &key, &path).await;
+    // Every listener of the database loses its connection: once it listens
+    // again, nothing kept before is served.
+    let listeners = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE datname = current_database() AND query LIKE 'LISTEN%'";
+    app.db.execute_unprepared(listeners).await.unwrap();
+    history_within_a_second(&app, &other, &key, &path, 1).await;
+}
+
+#[tokio::test]
+async fn a_merge_by_another_process_shows_within_a_second() {
+    let app = app_with_cache(64).await;
+    let key = app.key("acme").await;
+    send_and_merge(&app, &key, vec![priced("1", "Redmond", 1000.0)]).await;
+    graphql(&app, &key, PRODUCTS).await;
+    assert!(cached(&graphql(&app, &key, PRODUCTS).await));
+    send(&app, &key, vec![priced("1", "Redmond", 800.0)]).await;
+    let merged = vitrina_alongside(app.db_url(), &["jobs", "run-once"]).await;
+    assert!(merged.status.success(), "{}", stderr(&merged));
+    eventually(
+        Duration::from_secs(1),
+        Duration::from_millis(20),
+        || async {
+            match first_price(&graphql(&app, &key, PRODUCTS).await) {
+                800.0 => Ok(()),
+                price => Err(format!("still {price}")),
+            }
+        },
+    )
+    .await;
+}
+
+/// A small deterministic generator (xorshift), so that a failing run can be
+/// replayed from its seed.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+}
+
+#[tokio::test]
+async fn every_answer_equals_a_server_without_a_cache_under_random_writes() {
+    let app = app_with_cache(64).await;
+    let keys = [
+        app.key("alpha").await,
+        app.key("beta").await,
+        app.key("gamma").await,
+    ];
+    let uncached = format!("http://{}", app.replica(cache_of(0)).await);
+    let cached_base = app.url("");
+    let queries = [
+        PRODUCTS,
+        "{ productStats(currency: \"RUB\") { count priceMin priceMax priceAvg priceMedian } }",
+        "{ me { scrapeSessions(first: 10) { totalCount edges { node { status stats { total merged pending } } } } } }",
+        "{ products(first: 5, filter: { brand: \"Tefal\" }) { totalCount edges { node { id prices { price } } } } }",
+    ];
+    let paths = [
+        "/v1/products?page_size=20",
+        "/v1/me/scrapes",
+        "/v1/brands",
+        "/v1/products?brand=Redmond",
+    ];
+    let mut rng = Rng(0x5eed_1234_abcd_9876);
+    let (mut hits, mut reads) = (0, 0);
+    for step in 0..120 {
+        let key = &keys[rng.below(keys.len())];
+        match rng.below(10) {
+            0 | 1 => {
+                let id = rng.below(6).to_string();
+                let brand = ["Redmond", "Tefal"][rng.below(2)];
+                let price = [500.0, 750.0, 1000.0, 1250.0][rng.below(4)];
+                send(&app, key, vec![priced(&id, brand, price)]).await;
+            }
+            2 => {
+                app.jobs().tick().await.expect("merge");
+            }
+            3..=6 => {
+                let query = queries[rng.below(queries.len())];
+                let got = graphql_at(&app, &cached_base, key, query).await;
+                let want = graphql_at(&app, &uncached, key, query).await;
+                assert_eq!(got["data"], want["data"], "step {step}: {query}");
+                hits += usize::from(cached(&got));
+                reads += 1;
+            }
+            _ => {
+                let path = paths[rng.below(paths.len())];
+                let (status, _, got) = rest_at(&app, &cached_base, key, path).await;
+                let (_, _, want) = rest_at(&app, &uncached, key, path).await;
+                assert_eq!((status, &got), (200, &want), "step {step}: {path}");
+                reads += 1;
+            }
+        }
+    }
+    assert!(
+        hits > 0 && hits < reads,
+        "{hits} of {reads} reads were hits"
+    );
+}
