@@ -28,6 +28,9 @@ from .http import Request
 from .proc import Failed, log, peak_rss_mb, run
 from .testbed import APPLICATION, BENCH, REPO, Testbed, remove_sqlite
 
+# The response cache of the hot runs: the default of `serve`.
+HOT_CACHE_MB = 64
+
 SMOKE_SIZES = [300, 600]  # the scale mode's sizes in a smoke run
 
 
@@ -291,6 +294,7 @@ class Run(Testbed):
                     measured[case.key] = self.measure(name, server, key, case.key, request)
             # The peak of the whole process life, all load included.
             self.r["rss"][name] = peak_rss_mb(server.pid)
+        self.hot_phase()
         # What HTTP alone costs: an answer with no key and no database.
         healthz = load.wrk(servers["vitrina-pg"].base, Request("GET", "/healthz"), None,
                            clients=1, seconds=self.opts.duration, pinning=self.pin,
@@ -302,6 +306,21 @@ class Run(Testbed):
             target = (self.binary, self.urls[name], servers[name].base, self.keys[name])
             self.r["merge"][name] = merge.throughput(*target, self.opts.merge_items)
             self.r["webhooks"][name] = webhooks.throughput(*target, self.opts.webhook_sessions)
+
+    def hot_phase(self) -> None:
+        """The dashboards again, each repeated request answered from the
+        response cache (`VITRINA_CACHE_MB`), on a server of each database
+        with the cache on; the load above ran with it off (cold)."""
+        self.r["hot"] = {}
+        for cold in ("vitrina-pg", "vitrina-sqlite"):
+            server = self.server(cold + "-hot", self.urls[cold], cache_mb=HOT_CACHE_MB)
+            log(f"load on {cold}, hot")
+            measured = self.r["hot"][cold] = {}
+            for case in self.cases:
+                if case.key in report.DASHBOARDS:
+                    measured[case.key] = self.measure(cold, server, self.keys[cold],
+                                                      case.key, case.request, cold + "-hot")
+            server.stop()
 
     def verify(self, servers: dict) -> None:
         """Every request answers 200 with the expected rows, and every target
@@ -324,9 +343,11 @@ class Run(Testbed):
             cases.expect(reference[rest]["ids"] == reference[graphql]["ids"],
                          f"{rest} and {graphql} answer different rows")
 
-    def measure(self, name: str, server, key: str | None, case_key: str, request) -> dict:
-        """Median latency at 1 client; throughput and CPU per request at 8."""
-        tag = f"{name}.{case_key}"
+    def measure(self, name: str, server, key: str | None, case_key: str, request,
+                label: str | None = None) -> dict:
+        """Median latency at 1 client; throughput and CPU per request at 8
+        (of the backends of `name`'s application); `label` names its files."""
+        tag = f"{label or name}.{case_key}"
         self.warm_up(server, key, request, tag)
         one = load.wrk(server.base, request, key, clients=1, seconds=self.opts.duration,
                        pinning=self.pin, workdir=self.workdir, name=tag + ".c1")

@@ -77,8 +77,51 @@ def render(r: dict) -> str:
     out += ["", "CPU split on PostgreSQL (server / database, ms per request): " + "; ".join(
         f"{c.key} {num(vpg[c.key]['server_cpu_ms'])} / {num(vpg[c.key]['db_cpu_ms'])}"
         for c in r["cases"]) + ".", ""]
-    out += other_figures(r) + targets_table(r)
+    out += hot_table(r) + other_figures(r) + targets_table(r) + cache_targets(r)
     return "\n".join(out) + "\n"
+
+
+def hot_table(r: dict) -> list[str]:
+    """The dashboards answered from the response cache, against the cold
+    runs above (cache off) and PostGraphile."""
+    hot, peer = r["hot"], r["targets"].get("postgraphile", {})
+    out = ["### Hot: the dashboards from the response cache (8 clients; p50 at 1)", "",
+           "| query | database | p50 ms | requests/s | CPU ms | hot / cold requests/s "
+           "| hot / PostGraphile requests/s | hot / PostGraphile CPU |",
+           "|---|---|--:|--:|--:|--:|--:|--:|"]
+    for name, database in (("vitrina-pg", "PostgreSQL"), ("vitrina-sqlite", "SQLite")):
+        cold = r["targets"][name]
+        for k, h in hot[name].items():
+            pe = peer.get(k)
+            out.append(
+                f"| {k} | {database} | {num(h['p50_ms'])} | {num(h['rps'], 0)} "
+                f"| {num(h['cpu_ms'])} | {num(ratio(h['rps'], cold[k]['rps']))} "
+                f"| **{num(ratio(h['rps'], pe and pe['rps']))}** "
+                f"| **{num(ratio(h['cpu_ms'], pe and pe['cpu_ms']))}** |")
+    return out + [""]
+
+
+def cache_targets(r: dict) -> list[str]:
+    """Issue 30's targets: cold (cache off) at least 3x PostGraphile's
+    requests/s at no more than a third of its CPU; hot at least 10x."""
+    peer = r["targets"].get("postgraphile")
+    if not peer:
+        return ["", "Issue 30's targets against PostGraphile: not measured (run with --peer).", ""]
+    rows = []
+    for name, database in (("vitrina-pg", "PostgreSQL"), ("vitrina-sqlite", "SQLite")):
+        cold, hot = r["targets"][name], r["hot"][name]
+        through = [ratio(cold[k]["rps"], peer[k]["rps"]) for k in DASHBOARDS]
+        cpu = [ratio(cold[k]["cpu_ms"], peer[k]["cpu_ms"]) for k in DASHBOARDS]
+        hot_through = [ratio(hot[k]["rps"], peer[k]["rps"]) for k in DASHBOARDS]
+        rows.append((f"{database}, cold: dashboard throughput at least 3x PostGraphile's",
+                     f"{num(through[0])}x at 20, {num(through[1])}x at 100", min(through) >= 3))
+        rows.append((f"{database}, cold: dashboard CPU per request at most 1/3 of PostGraphile's",
+                     f"{num(cpu[0])} at 20, {num(cpu[1])} at 100", max(cpu) <= 1 / 3))
+        rows.append((f"{database}, hot: dashboard throughput at least 10x PostGraphile's",
+                     f"{num(hot_through[0])}x at 20, {num(hot_through[1])}x at 100",
+                     min(hot_through) >= 10))
+    return ["", "### Targets (issue 30)", "", "| target | measured | status |", "|---|---|---|"] + [
+        f"| {t} | {m} | {verdict(ok)} |" for t, m, ok in rows] + [""]
 
 
 def other_figures(r: dict) -> list[str]:

@@ -65,12 +65,13 @@ class Testbed:
             self.cleanup.callback(self.pg.drop, self.db)
 
     def server(self, name: str, database_url: str, binary: str | None = None,
-               limits: dict | None = None) -> vitrina.Server:
+               limits: dict | None = None, cache_mb: int = 0) -> vitrina.Server:
         """`vitrina serve` (this run's build unless `binary` says otherwise;
-        the per-account limits out of the way unless `limits` are given),
-        stopped at the end of the run at the latest."""
+        the per-account limits out of the way unless `limits` are given; the
+        response cache off unless `cache_mb` is given), stopped at the end of
+        the run at the latest."""
         server = vitrina.Server(name, binary or self.binary, database_url, self.pin,
-                                self.workdir, self.opts.pool, limits)
+                                self.workdir, self.opts.pool, limits, cache_mb)
         self.cleanup.callback(server.stop)
         return server
 

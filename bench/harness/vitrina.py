@@ -99,13 +99,16 @@ class Server(Service):
 
     def __init__(self, name: str, binary: str, database_url: str, pinning: Pinning,
                  workdir: str, pool: int | None = None,
-                 limits: dict | None = None):
+                 limits: dict | None = None, cache_mb: int = 0):
         self.name = name
         env = dict(
             os.environ,
             DATABASE_URL=database_url,
             VITRINA_BIND="127.0.0.1:0",
             VITRINA_MERGE_INTERVAL_SECS=JOB_INTERVAL_SECS,
+            # Measured cold unless asked: a repeated request would otherwise
+            # be answered from the response cache after its first run.
+            VITRINA_CACHE_MB=str(cache_mb),
             **(MEASURING_LIMITS if limits is None else limits),
         )
         if pool:
