@@ -13,6 +13,7 @@ use chrono::TimeDelta;
 use reqwest::header::{ETAG, IF_NONE_MATCH};
 use sea_orm::{ConnectionTrait, DbBackend};
 use serde_json::{Value, json};
+use vitrina::cache::versions::FOREIGN_WRITES_POLL;
 use vitrina::clock::Clock;
 use vitrina::config::Settings;
 
@@ -39,6 +40,23 @@ async fn app_with_cache(megabytes: u32) -> TestApp {
     let app = TestApp::spawn_with_settings(cache_of(megabytes)).await;
     app.state.events.ready().await;
     app
+}
+
+/// Waits until the data versions of `app` stay put for two polls: on
+/// SQLite the watch for other processes' commits sees the app's own ones
+/// too, and retires every answer up to a poll after each; on PostgreSQL
+/// the app's own notices come back to its listener. A test that counts
+/// on a hit waits for it after its writes.
+async fn settled(app: &TestApp) {
+    let versions = app.state.events.versions();
+    for _ in 0..20 {
+        let before = versions.stamp();
+        tokio::time::sleep(2 * FOREIGN_WRITES_POLL).await;
+        if versions.stamp() == before {
+            return;
+        }
+    }
+    panic!("the data versions keep changing with no write");
 }
 
 /// POSTs `query` to the server at `base` as `key`: the whole body.
@@ -92,6 +110,7 @@ async fn a_repeated_query_is_answered_from_memory_and_still_counted() {
     let app = app_with_cache(64).await;
     let key = app.key("acme").await;
     send_and_merge(&app, &key, vec![priced("1", "Redmond", 1000.0)]).await;
+    settled(&app).await;
 
     let first = graphql(&app, &key, PRODUCTS).await;
     assert!(!cached(&first), "{first}");
@@ -142,6 +161,7 @@ async fn an_answer_of_ones_own_is_never_served_to_another_key() {
     let app = app_with_cache(64).await;
     let (a, b) = (app.key("alpha").await, app.key("beta").await);
     send(&app, &a, vec![item("1")]).await;
+    settled(&app).await;
     let me = "{ me { id scrapeSessions(first: 5) { totalCount } } }";
     let first = graphql(&app, &a, me).await;
     let again = graphql(&app, &a, me).await;
@@ -205,6 +225,7 @@ async fn a_304_is_answered_from_memory() {
     let app = app_with_cache(64).await;
     let key = app.key("acme").await;
     send_and_merge(&app, &key, vec![priced("1", "Redmond", 1000.0)]).await;
+    settled(&app).await;
     let url = app.url("/graphql?query={products(first:3){totalCount}}");
     let first = app.client.get(&url).bearer_auth(&key).send().await.unwrap();
     let tag = required_header(&first, ETAG.as_str()).to_owned();
@@ -247,6 +268,7 @@ async fn a_new_snapshot_shows_on_the_next_read() {
     let (_, _, brands) = rest_at(&app, &base, &key, "/v1/brands").await;
     assert_eq!(count(&brands), 1, "{brands}");
     send_and_merge(&app, &key, vec![priced("2", "Redmond", 900.0)]).await;
+    settled(&app).await;
     rest_at(&app, &base, &key, "/v1/brands").await;
     let before = app.statements();
     let (_, _, brands) = rest_at(&app, &base, &key, "/v1/brands").await;
@@ -396,6 +418,7 @@ async fn a_merge_by_another_process_shows_within_a_second() {
     let app = app_with_cache(64).await;
     let key = app.key("acme").await;
     send_and_merge(&app, &key, vec![priced("1", "Redmond", 1000.0)]).await;
+    settled(&app).await;
     graphql(&app, &key, PRODUCTS).await;
     assert!(cached(&graphql(&app, &key, PRODUCTS).await));
     send(&app, &key, vec![priced("1", "Redmond", 800.0)]).await;
