@@ -32,8 +32,10 @@ pub const BACKLOG: usize = 1024;
 /// How long a subscriber waits for the PostgreSQL listener to be in place.
 const READY_WAIT: Duration = Duration::from_secs(10);
 
-/// How long a listener that lost its connection waits before connecting again.
+/// How long a listener that cannot connect waits before it tries again,
+/// doubling after each failure up to [`RECONNECT_WAIT_MAX`].
 const RECONNECT_WAIT: Duration = Duration::from_millis(200);
+const RECONNECT_WAIT_MAX: Duration = Duration::from_secs(5);
 
 /// One event.
 #[derive(Debug, Clone)]
@@ -148,15 +150,18 @@ impl Events {
         listening.send_replace(false);
         versions.lost();
         tokio::spawn(async move {
+            let mut wait = RECONNECT_WAIT;
             loop {
                 let mut listener = match listen_to_all(&pool).await {
                     Ok(listener) => listener,
                     Err(e) => {
-                        tracing::warn!(error = %e, "cannot listen for events; trying again");
-                        tokio::time::sleep(RECONNECT_WAIT).await;
+                        tracing::warn!(error = %e, retry_in = ?wait, "cannot listen for events");
+                        tokio::time::sleep(wait).await;
+                        wait = (wait * 2).min(RECONNECT_WAIT_MAX);
                         continue;
                     }
                 };
+                wait = RECONNECT_WAIT;
                 versions.restored();
                 listening.send_replace(true);
                 // `try_recv` answers `None` once the connection is lost:
