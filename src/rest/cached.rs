@@ -1,19 +1,25 @@
 //! REST v1 answers from the response cache (`crate::cache`): a GET is
 //! looked up by its path and query, and for the caller's own routes
-//! (`/me/...`) by its account too. A hit is admitted, counted and tagged
-//! like any answer (the middleware around this one does that) and sends no
-//! statement. A `200 OK` is kept unless it charged the daily quota (it
-//! carries the quota headers): a metered answer is charged by running it.
+//! (`/me/...`) by its account too. A hit is admitted, counted and
+//! revalidated like any answer (the middleware around this one does that)
+//! and sends no statement. A `200 OK` is kept unless it charged the daily
+//! quota (it carries the quota headers): a metered answer is charged by
+//! running it. It is kept with its tag, so a hit is not hashed again.
+//!
+//! The catalog's handlers never see the [`Caller`]: an answer for everyone
+//! cannot depend on who asked, or it would be served to the wrong one. A
+//! handler there that asks for it fails on every request, not silently.
 
 use axum::body::{Body, to_bytes};
 use axum::extract::{Request, State};
 use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use headers::HeaderMapExt;
 
 use crate::accounts::Caller;
 use crate::cache::{self, Answer, Sharing};
-use crate::http::ApiError;
+use crate::http::{ApiError, conditional};
 use crate::state::AppState;
 
 /// Whose answers a group of routes gives.
@@ -29,11 +35,14 @@ pub enum Audience {
 /// group of routes giving answers to `audience`.
 pub async fn answer(
     State((state, audience)): State<(AppState, Audience)>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     let sharing = match audience {
-        Audience::Everyone => Some(Sharing::Everyone),
+        Audience::Everyone => {
+            request.extensions_mut().remove::<Caller>();
+            Some(Sharing::Everyone)
+        }
         Audience::Caller => request
             .extensions()
             .get::<Caller>()
@@ -67,12 +76,17 @@ pub async fn answer(
     if !response.status().is_success() || metered {
         return response;
     }
-    let (parts, body) = response.into_parts();
+    let (mut parts, body) = response.into_parts();
     // Within the size limit already (`http::sized`, inside this).
     let limit = usize::try_from(state.settings.sizes.max_response_bytes()).unwrap_or(usize::MAX);
     let Ok(body) = to_bytes(body, limit).await else {
         return ApiError::internal("an answer's body could not be read to keep it").into_response();
     };
+    // Tagged here once, not on every hit (`http::conditional::revalidate`
+    // keeps a tag the answer carries).
+    if let Some(tag) = conditional::tag(&body) {
+        parts.headers.typed_insert(tag);
+    }
     let kept = Answer::Rest {
         status: parts.status,
         headers: parts.headers.clone(),
