@@ -21,11 +21,13 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use super::persisted::EXTENSION;
-use super::response::{self, media_type};
+use super::response::{self, api_error, media_type};
 use crate::cache::versions::Stamp;
 use crate::cache::{self, Answer, ResponseCache, Sharing};
 use crate::graphql::cost;
 use crate::graphql::request::document_limits::RequestLimits;
+use crate::http::ApiError;
+use crate::http::conditional::{mark, not_modified_if_fresh};
 use crate::limits::RateDecision;
 
 /// What decides the answer to `request`, answered in the media type
@@ -67,28 +69,40 @@ pub fn keep(
         return;
     };
     let answer = Answer::Graphql {
-        data,
         analyzer: response
             .extensions
             .get("analyzer")
             .cloned()
             .unwrap_or_default(),
-        tag: response::tag(headers, response),
+        // From the JSON just written: the value is not walked again.
+        tag: response::tag_of_data(headers, &*data),
+        data,
     };
     cache.put(key, sharing, stamp, answer);
 }
 
 /// The response to a request answered by `answer`, a kept GraphQL answer,
-/// for a caller at `rate`: `None` for an answer of another kind.
+/// for a caller at `rate`; a GET (`conditional`) is tagged, and answered
+/// 304 when the client holds it already.
 pub fn respond(
     headers: &HeaderMap,
     answer: &Answer,
-    limits: &RequestLimits,
-    rate: &RateDecision,
-) -> Option<Response> {
-    let Answer::Graphql { data, analyzer, .. } = answer else {
-        return None;
+    (limits, rate): (&RequestLimits, &RateDecision),
+    conditional: bool,
+) -> Response {
+    let Answer::Graphql {
+        data,
+        analyzer,
+        tag,
+    } = answer
+    else {
+        // Keys of REST answers never match a GraphQL request's.
+        return api_error(headers, &ApiError::Internal);
     };
+    let tag = tag.as_ref().filter(|_| conditional);
+    if let Some(fresh) = tag.and_then(|tag| not_modified_if_fresh(headers, tag)) {
+        return fresh;
+    }
     let mut response = async_graphql::Response::default();
     let extensions = &mut response.extensions;
     extensions.insert("analyzer".to_owned(), analyzer.clone());
@@ -98,9 +112,15 @@ pub fn respond(
         data,
         extensions: &response.extensions,
     };
-    let body = serde_json::to_vec(&body).ok()?;
+    let Ok(body) = serde_json::to_vec(&body) else {
+        return api_error(headers, &ApiError::Internal);
+    };
     let media = HeaderValue::from_static(media_type(headers));
-    Some((StatusCode::OK, [(header::CONTENT_TYPE, media)], body).into_response())
+    let mut http = (StatusCode::OK, [(header::CONTENT_TYPE, media)], body).into_response();
+    if let Some(tag) = tag {
+        mark(http.headers_mut(), tag.clone());
+    }
+    http
 }
 
 /// A kept answer's JSON: `data` and `extensions`, as `response::respond`

@@ -75,13 +75,19 @@ pub fn tag(headers: &HeaderMap, response: &async_graphql::Response) -> Option<ET
     if !response.errors.is_empty() {
         return None;
     }
+    tag_of_data(headers, &response.data)
+}
+
+/// The tag of an answer whose `data` is `data`, as [`tag`] has it: `data`
+/// may be the value or its JSON already written (a `RawValue`), which
+/// give the same bytes.
+pub fn tag_of_data<T: Serialize + ?Sized>(headers: &HeaderMap, data: &T) -> Option<ETag> {
+    #[derive(Serialize)]
+    struct DataOnly<'a, T: ?Sized> {
+        data: &'a T,
+    }
     let mut representation = media_type(headers).as_bytes().to_vec();
-    let body = Body {
-        data: Some(&response.data),
-        errors: &[],
-        extensions: &BTreeMap::new(),
-    };
-    serde_json::to_writer(&mut representation, &body).ok()?;
+    serde_json::to_writer(&mut representation, &DataOnly { data }).ok()?;
     conditional::tag(&representation)
 }
 

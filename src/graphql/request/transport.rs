@@ -235,19 +235,9 @@ async fn execute(
         tokio::time::timeout(deadline, answer(endpoint, headers, batch, &mut rate)).await;
     let mut http = match answered {
         Ok(Answered::Done(http)) => return http,
-        Ok(Answered::Kept(answer)) => {
-            let tag = match &*answer {
-                Answer::Graphql { tag, .. } if conditional => tag.as_ref(),
-                _ => None,
-            };
-            let (limits, rate_now) = (&endpoint.schemas.limits, rate.as_ref());
-            let fresh = tag.and_then(|tag| not_modified_if_fresh(headers, tag));
-            let answered = fresh.or_else(|| cached::respond(headers, &answer, limits, rate_now?));
-            let mut http = answered.unwrap_or_else(|| api_error(headers, &ApiError::Internal));
-            if let Some(tag) = tag.filter(|_| http.status().is_success()) {
-                mark(http.headers_mut(), tag.clone());
-            }
-            http
+        Ok(Answered::Kept(answer, admitted)) => {
+            let limits = &endpoint.schemas.limits;
+            cached::respond(headers, &answer, (limits, &admitted), conditional)
         }
         // Charged once the deadline no longer applies: the rows are sent,
         // so they are paid for, and a charge is never cut half way.
@@ -317,8 +307,9 @@ async fn execute(
 enum Answered {
     /// Refused, or answered with nothing to charge: the response as sent.
     Done(Response),
-    /// Answered from the response cache.
-    Kept(Arc<Answer>),
+    /// Answered from the response cache, for a caller standing there
+    /// against the rate limit.
+    Kept(Arc<Answer>, RateDecision),
     /// Ran, each response with what its metered lists read.
     Ran {
         responses: Vec<(async_graphql::Response, Arc<Meter>)>,
@@ -365,7 +356,7 @@ async fn answer(
         return match access::admit(state, headers, Scope::Read).await {
             Ok(admission) => {
                 *rate = Some(admission.rate);
-                Answered::Kept(answer)
+                Answered::Kept(answer, admission.rate)
             }
             Err(refusal) => Answered::Done(refused(headers, refusal)),
         };
@@ -404,7 +395,7 @@ async fn answer(
     }
     let own = Sharing::Account(admission.caller.account_id);
     if let Some(answer) = key.and_then(|key| state.cache.get(key, own)) {
-        return Answered::Kept(answer);
+        return Answered::Kept(answer, admission.rate);
     }
     if key.is_some() {
         state.cache.missed();
