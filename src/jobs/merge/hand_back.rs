@@ -14,7 +14,11 @@ use std::sync::Mutex;
 use chrono::{DateTime, Utc};
 use entity::{SubmissionStatus, submission};
 use sea_orm::sea_query::Expr;
-use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, ExprTrait, QueryFilter};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, ExprTrait, QueryFilter,
+};
+
+use crate::cache::versions::{DataVersions, Grains};
 
 /// An update of submissions back to `pending`, unleased.
 fn back_to_pending() -> sea_orm::UpdateMany<submission::Entity> {
@@ -54,8 +58,13 @@ pub struct Batch {
 
 impl Batch {
     /// Returns the batch's rows still leased to this claim to `pending`, in
-    /// one statement; the number returned.
-    async fn hand_back(&self, db: &impl ConnectionTrait) -> Result<u64, DbErr> {
+    /// one statement of a transaction that tells every process the
+    /// sessions changed; the number returned.
+    async fn hand_back(
+        &self,
+        db: &DatabaseConnection,
+        versions: &DataVersions,
+    ) -> Result<u64, DbErr> {
         let mut update = back_to_pending();
         if let Some(id) = self.uncount {
             let taken_back = Expr::case(submission::Column::Id.eq(id), 1).finally(0);
@@ -67,10 +76,13 @@ impl Batch {
         let handed = update
             .filter(submission::Column::Id.is_in(self.ids.iter().copied()))
             .filter(submission::Column::Status.eq(SubmissionStatus::Processing))
-            .filter(submission::Column::LeaseExpiresAt.eq(self.lease))
-            .exec(db)
+            .filter(submission::Column::LeaseExpiresAt.eq(self.lease));
+        let txn = crate::db::begin_write(db).await?;
+        let handed = handed.exec(&txn).await?.rows_affected;
+        versions
+            .commit(txn, Grains::SESSIONS.when(handed > 0))
             .await?;
-        Ok(handed.rows_affected)
+        Ok(handed)
     }
 }
 
@@ -81,8 +93,8 @@ pub struct Unreturned(Mutex<Vec<Batch>>);
 impl Unreturned {
     /// Hands `batch` back now, or, when the database fails again, keeps it
     /// for [`Self::hand_back_owed`].
-    pub async fn hand_back(&self, db: &impl ConnectionTrait, batch: Batch) {
-        if let Err(e) = batch.hand_back(db).await {
+    pub async fn hand_back(&self, db: &DatabaseConnection, versions: &DataVersions, batch: Batch) {
+        if let Err(e) = batch.hand_back(db, versions).await {
             tracing::warn!(error = %e, "a cut-short batch goes back to pending once the database answers");
             self.owed().push(batch);
         }
@@ -91,11 +103,15 @@ impl Unreturned {
     /// Hands back every batch still owed; the rows returned. Stops at the
     /// first failure (the database is still unavailable), keeping what is
     /// left for the next call.
-    pub async fn hand_back_owed(&self, db: &impl ConnectionTrait) -> Result<u64, DbErr> {
+    pub async fn hand_back_owed(
+        &self,
+        db: &DatabaseConnection,
+        versions: &DataVersions,
+    ) -> Result<u64, DbErr> {
         let mut owed = std::mem::take(&mut *self.owed());
         let mut returned = 0;
         while let Some(batch) = owed.pop() {
-            match batch.hand_back(db).await {
+            match batch.hand_back(db, versions).await {
                 Ok(n) => returned += n,
                 Err(e) => {
                     owed.push(batch);

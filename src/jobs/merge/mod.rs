@@ -42,7 +42,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::completion;
-use crate::cache::versions::{self, Grains};
+use crate::cache::versions::Grains;
 use crate::clock::Clock;
 use crate::events::Events;
 use crate::query::movers::PriceMove;
@@ -188,10 +188,7 @@ pub async fn run_pass_until(
     stop: &(dyn Fn() -> bool + Sync),
 ) -> Result<MergeReport, DbErr> {
     let versions = events.versions();
-    let handed_back = unreturned.hand_back_owed(db).await?;
-    if handed_back > 0 {
-        sessions_changed(db, events).await;
-    }
+    let handed_back = unreturned.hand_back_owed(db, versions).await?;
     let txn = crate::db::begin_write(db).await?;
     let released = release_expired(&txn, clock.now()).await?;
     versions
@@ -217,31 +214,17 @@ pub async fn run_pass_until(
         };
         for submission in &batch {
             if stop() {
-                unreturned.hand_back(db, rest(None)).await;
-                sessions_changed(db, events).await;
+                unreturned.hand_back(db, versions, rest(None)).await;
                 break;
             }
             if let Err(cut) = merge_one(db, clock, settings, events, submission, &mut report).await
             {
-                unreturned.hand_back(db, rest(cut.uncount)).await;
-                sessions_changed(db, events).await;
+                unreturned.hand_back(db, versions, rest(cut.uncount)).await;
                 return Err(cut.error);
             }
         }
     }
     Ok(report)
-}
-
-/// Tells every process that submissions went back to pending in a write
-/// of their own (a hand-back, which runs when the database just failed, so
-/// it is not held up by a transaction of its own). Should the database fail
-/// to pass the word on, other replicas may show those submissions as still
-/// processing until the next merge write announces the sessions again.
-async fn sessions_changed(db: &DatabaseConnection, events: &Events) {
-    if let Err(e) = versions::announce(db, Grains::SESSIONS).await {
-        tracing::warn!(error = %e, "a hand-back was not announced to other processes");
-    }
-    events.versions().bump(Grains::SESSIONS);
 }
 
 /// A merge stopped by an error.
