@@ -271,6 +271,19 @@ mod tests {
     }
 
     #[test]
+    fn an_answer_over_a_tenth_of_the_cache_is_not_kept() {
+        let (cache, _) = cache(1);
+        let (small, large) = (Request::of(&[b"small"]), Request::of(&[b"large"]));
+        let stamp = cache.stamp().unwrap();
+        cache.put(small, Sharing::Everyone, stamp, rest(90_000));
+        // Would evict most of the cache for one answer.
+        cache.put(large, Sharing::Everyone, stamp, rest(1024 * 1024 / 10));
+        assert!(cache.get(large, Sharing::Everyone).is_none());
+        assert!(cache.get(small, Sharing::Everyone).is_some());
+        assert_eq!(cache.lock().bytes, 90_000 + ENTRY_OVERHEAD);
+    }
+
+    #[test]
     fn a_cache_of_no_megabytes_keeps_nothing() {
         let (cache, _) = cache(0);
         assert!(cache.stamp().is_none());

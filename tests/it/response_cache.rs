@@ -59,6 +59,16 @@ async fn settled(app: &TestApp) {
     panic!("the data versions keep changing with no write");
 }
 
+/// An app with a cache, a key, and one product priced 1000 RUB, merged
+/// and [`settled`], so that the next answers may be kept.
+async fn app_with_a_product() -> (TestApp, String) {
+    let app = app_with_cache(64).await;
+    let key = app.key("acme").await;
+    send_and_merge(&app, &key, vec![priced("1", "Redmond", 1000.0)]).await;
+    settled(&app).await;
+    (app, key)
+}
+
 /// POSTs `query` to the server at `base` as `key`: the whole body.
 async fn graphql_at(app: &TestApp, base: &str, key: &str, query: &str) -> Value {
     let response = app
@@ -107,10 +117,7 @@ fn first_price(body: &Value) -> f64 {
 
 #[tokio::test]
 async fn a_repeated_query_is_answered_from_memory_and_still_counted() {
-    let app = app_with_cache(64).await;
-    let key = app.key("acme").await;
-    send_and_merge(&app, &key, vec![priced("1", "Redmond", 1000.0)]).await;
-    settled(&app).await;
+    let (app, key) = app_with_a_product().await;
 
     let first = graphql(&app, &key, PRODUCTS).await;
     assert!(!cached(&first), "{first}");
@@ -138,9 +145,7 @@ async fn a_repeated_query_is_answered_from_memory_and_still_counted() {
 
 #[tokio::test]
 async fn a_merged_price_shows_on_the_next_read() {
-    let app = app_with_cache(64).await;
-    let key = app.key("acme").await;
-    send_and_merge(&app, &key, vec![priced("1", "Redmond", 1000.0)]).await;
+    let (app, key) = app_with_a_product().await;
     let base = app.url("");
     let path = "/v1/products?page_size=5";
     for _ in 0..2 {
@@ -188,6 +193,49 @@ async fn an_answer_of_ones_own_is_never_served_to_another_key() {
 }
 
 #[tokio::test]
+async fn a_sessions_status_and_stats_stay_live() {
+    let app = app_with_cache(64).await;
+    let key = app.key("acme").await;
+    let session = send(&app, &key, vec![item("1"), item("2")]).await;
+    settled(&app).await;
+    let path = format!("/v1/me/scrapes/{session}");
+    let query = format!(
+        "{{ me {{ scrapeSession(id: \"{session}\") {{ status stats {{ total pending merged }} }} }} }}"
+    );
+    let live = |rest: &Value, graphql: &Value| {
+        let (rest, graphql) = (&rest["data"], &graphql["data"]["me"]["scrapeSession"]);
+        let status = graphql["status"].as_str().map(str::to_lowercase);
+        assert_eq!(rest["status"].as_str(), status.as_deref());
+        assert_eq!(rest["stats"]["merged"], graphql["stats"]["merged"]);
+        (
+            rest["status"].clone(),
+            rest["stats"]["pending"].clone(),
+            rest["stats"]["merged"].clone(),
+        )
+    };
+    let base = app.url("");
+    for _ in 0..2 {
+        let rest = rest_at(&app, &base, &key, &path).await.2;
+        let graphql = graphql(&app, &key, &query).await;
+        assert_eq!(
+            live(&rest, &graphql),
+            (json!("processing"), json!(2), json!(0))
+        );
+    }
+    assert!(
+        cached(&graphql(&app, &key, &query).await),
+        "kept until it changes"
+    );
+    app.jobs().tick().await.expect("merge");
+    let rest = rest_at(&app, &base, &key, &path).await.2;
+    let graphql = graphql(&app, &key, &query).await;
+    assert_eq!(
+        live(&rest, &graphql),
+        (json!("completed"), json!(0), json!(2))
+    );
+}
+
+#[tokio::test]
 async fn where_a_caller_stands_is_never_kept() {
     let app = app_with_cache(64).await;
     let key = app.key("acme").await;
@@ -222,10 +270,7 @@ async fn a_metered_answer_is_charged_each_time() {
 
 #[tokio::test]
 async fn a_304_is_answered_from_memory() {
-    let app = app_with_cache(64).await;
-    let key = app.key("acme").await;
-    send_and_merge(&app, &key, vec![priced("1", "Redmond", 1000.0)]).await;
-    settled(&app).await;
+    let (app, key) = app_with_a_product().await;
     let url = app.url("/graphql?query={products(first:3){totalCount}}");
     let first = app.client.get(&url).bearer_auth(&key).send().await.unwrap();
     let tag = required_header(&first, ETAG.as_str()).to_owned();
@@ -239,6 +284,17 @@ async fn a_304_is_answered_from_memory() {
     assert_eq!(revalidated.status(), 304);
     assert_eq!(required_header(&revalidated, ETAG.as_str()), tag);
     assert_eq!(app.statements(), before, "the 304 sends no statement");
+    // REST: the kept answer carries the tag it had when it ran.
+    let path = "/v1/products?page_size=3";
+    let ran = app.get_as(&key, path).await;
+    let rest_tag = required_header(&ran, ETAG.as_str()).to_owned();
+    let before = app.statements();
+    let kept = app.get_as(&key, path).await;
+    assert_eq!(required_header(&kept, ETAG.as_str()), rest_tag);
+    let revalidated = app.client.get(app.url(path)).bearer_auth(&key);
+    let revalidated = revalidated.header(IF_NONE_MATCH, &rest_tag).send();
+    assert_eq!(revalidated.await.unwrap().status(), 304);
+    assert_eq!(app.statements(), before, "the REST 304 sends no statement");
     // After a change the same tag no longer matches.
     send_and_merge(&app, &key, vec![priced("2", "Redmond", 900.0)]).await;
     let changed = app.client.get(&url).bearer_auth(&key);
@@ -260,19 +316,22 @@ async fn with_the_cache_off_every_request_runs() {
 
 #[tokio::test]
 async fn a_new_snapshot_shows_on_the_next_read() {
-    let app = app_with_cache(64).await;
-    let key = app.key("acme").await;
-    send_and_merge(&app, &key, vec![priced("1", "Redmond", 1000.0)]).await;
+    let (app, key) = app_with_a_product().await;
     let count = |body: &Value| body["data"][0]["product_count"].clone();
     let base = app.url("");
     let (_, _, brands) = rest_at(&app, &base, &key, "/v1/brands").await;
     assert_eq!(count(&brands), 1, "{brands}");
     send_and_merge(&app, &key, vec![priced("2", "Redmond", 900.0)]).await;
     settled(&app).await;
-    rest_at(&app, &base, &key, "/v1/brands").await;
+    let rate = rest_at(&app, &base, &key, "/v1/brands").await.1;
     let before = app.statements();
-    let (_, _, brands) = rest_at(&app, &base, &key, "/v1/brands").await;
+    let (_, rate_after, brands) = rest_at(&app, &base, &key, "/v1/brands").await;
     assert_eq!(app.statements(), before, "today's list, kept");
+    assert_eq!(
+        rate_after,
+        rate - 1,
+        "the brands count against the rate limit, kept or not"
+    );
     assert_eq!(
         count(&brands),
         1,
@@ -415,10 +474,7 @@ async fn a_replica_whose_listener_lost_its_connection_serves_nothing_it_kept_bef
 
 #[tokio::test]
 async fn a_merge_by_another_process_shows_within_a_second() {
-    let app = app_with_cache(64).await;
-    let key = app.key("acme").await;
-    send_and_merge(&app, &key, vec![priced("1", "Redmond", 1000.0)]).await;
-    settled(&app).await;
+    let (app, key) = app_with_a_product().await;
     graphql(&app, &key, PRODUCTS).await;
     assert!(cached(&graphql(&app, &key, PRODUCTS).await));
     send(&app, &key, vec![priced("1", "Redmond", 800.0)]).await;
