@@ -12,17 +12,18 @@
 //! is bounded by `--cache-mb`: past it, the least recently used entries are
 //! evicted.
 
+pub mod packed;
 pub mod versions;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode};
 use headers::ETag;
 use lru::LruCache;
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
+use packed::Packed;
 use versions::{DataVersions, Stamp};
 
 /// The bytes an entry is counted for beyond its body: its key, the map's
@@ -41,10 +42,11 @@ pub enum Sharing {
 /// What is kept of one answer.
 #[derive(Debug)]
 pub enum Answer {
-    /// A GraphQL operation's `data`, as JSON, with its cost analysis
+    /// A GraphQL operation's answer up to its `extensions` (`{"data":...`,
+    /// each hit adds its own), with its cost analysis
     /// (`extensions.analyzer`) and the tag its response carried.
     Graphql {
-        data: Box<serde_json::value::RawValue>,
+        head: Packed,
         analyzer: async_graphql::Value,
         tag: Option<ETag>,
     },
@@ -52,20 +54,20 @@ pub enum Answer {
     Rest {
         status: StatusCode,
         headers: HeaderMap,
-        body: Bytes,
+        body: Packed,
     },
 }
 
 impl Answer {
     fn bytes(&self) -> usize {
         match self {
-            Answer::Graphql { data, .. } => data.get().len() + ENTRY_OVERHEAD,
+            Answer::Graphql { head, .. } => head.bytes() + ENTRY_OVERHEAD,
             Answer::Rest { headers, body, .. } => {
                 let headers: usize = headers
                     .iter()
                     .map(|(k, v)| k.as_str().len() + v.len())
                     .sum();
-                body.len() + headers + ENTRY_OVERHEAD
+                body.bytes() + headers + ENTRY_OVERHEAD
             }
         }
     }
@@ -217,11 +219,13 @@ mod tests {
     use super::versions::Grains;
     use super::*;
 
+    /// An answer of `bytes` that do not deflate, so they are counted as
+    /// they are.
     fn rest(bytes: usize) -> Answer {
         Answer::Rest {
             status: StatusCode::OK,
             headers: HeaderMap::new(),
-            body: Bytes::from(vec![b'x'; bytes]),
+            body: Packed::new(packed::noise(bytes)),
         }
     }
 
@@ -281,6 +285,32 @@ mod tests {
         assert!(cache.get(large, Sharing::Everyone).is_none());
         assert!(cache.get(small, Sharing::Everyone).is_some());
         assert_eq!(cache.lock().bytes, 90_000 + ENTRY_OVERHEAD);
+    }
+
+    #[test]
+    fn a_deflated_answer_counts_as_the_bytes_it_keeps() {
+        let (cache, _) = cache(1);
+        let json = format!(
+            "[{}]",
+            vec![r#"{"brand":"Redmond","price":1000.0}"#; 500].join(",")
+        );
+        let answer = Answer::Rest {
+            status: StatusCode::OK,
+            headers: HeaderMap::new(),
+            body: Packed::new(json.clone().into()),
+        };
+        cache.put(
+            Request::of(&[b"q"]),
+            Sharing::Everyone,
+            cache.stamp().unwrap(),
+            answer,
+        );
+        assert!(
+            cache.lock().bytes < json.len() / 10,
+            "{} of {}",
+            cache.lock().bytes,
+            json.len()
+        );
     }
 
     #[test]

@@ -18,6 +18,7 @@ use axum::response::{IntoResponse, Response};
 use headers::HeaderMapExt;
 
 use crate::accounts::Caller;
+use crate::cache::packed::Packed;
 use crate::cache::{self, Answer, Sharing};
 use crate::http::{ApiError, conditional};
 use crate::state::AppState;
@@ -61,9 +62,11 @@ pub async fn answer(
             body,
         } = &*answer
     {
-        let mut response = Response::new(Body::from(body.clone()));
+        let mut kept = headers.clone();
+        let body = body.body(b"", request.headers(), &mut kept);
+        let mut response = Response::new(Body::from(body));
         *response.status_mut() = *status;
-        *response.headers_mut() = headers.clone();
+        *response.headers_mut() = kept;
         return response;
     }
     state.cache.missed();
@@ -90,7 +93,7 @@ pub async fn answer(
     let kept = Answer::Rest {
         status: parts.status,
         headers: parts.headers.clone(),
-        body: body.clone(),
+        body: Packed::new(body.clone()),
     };
     state.cache.put(key, sharing, stamp, kept);
     Response::from_parts(parts, Body::from(body))

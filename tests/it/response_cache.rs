@@ -302,6 +302,85 @@ async fn a_304_is_answered_from_memory() {
     assert_eq!(changed.status(), 200);
 }
 
+/// A page of 40 products: enough to be kept deflated.
+const PAGE: &str =
+    "{ products(first: 40) { edges { node { id brand name prices { price currency } } } } }";
+
+/// GETs `path` (a GraphQL query or a REST path) as `key` with
+/// `Accept-Encoding: gzip`: the content encoding, `Vary`, whether its
+/// length was known before it was sent (the compression layer streams
+/// what it compresses; kept bytes go as they are), and the body, gunzipped
+/// if it came so.
+async fn get_gzip(app: &TestApp, key: &str, path: &str) -> (Option<String>, String, bool, Value) {
+    let request = app.client.get(app.url(path)).bearer_auth(key);
+    let response = request
+        .header("accept-encoding", "gzip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let header = |name: &str| {
+        let values = response.headers().get_all(name).iter();
+        values
+            .map(|v| v.to_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    let encoding = header("content-encoding").pop();
+    let vary = header("vary").join(", ");
+    let length = header("content-length").pop();
+    let bytes = response.bytes().await.unwrap();
+    let sized = length == Some(bytes.len().to_string());
+    let mut body = Vec::new();
+    match encoding.as_deref() {
+        Some("gzip") => {
+            let mut decoder = flate2::read::GzDecoder::new(&bytes[..]);
+            std::io::Read::read_to_end(&mut decoder, &mut body).expect("a whole gzip member");
+        }
+        _ => body = bytes.to_vec(),
+    }
+    let body = serde_json::from_slice(&body).expect("JSON");
+    (encoding, vary, sized, body)
+}
+
+#[tokio::test]
+async fn a_kept_answer_goes_as_gzip_to_a_client_that_takes_it_and_plain_to_others() {
+    let app = app_with_cache(64).await;
+    let key = app.key("acme").await;
+    let items = (0..40).map(|i| priced(&i.to_string(), "Redmond", 1000.0 + f64::from(i)));
+    send_and_merge(&app, &key, items.collect()).await;
+    settled(&app).await;
+    let query = format!("/graphql?query={PAGE}");
+    for path in [query.as_str(), "/v1/products?page_size=40"] {
+        let (_, _, _, ran) = get_gzip(&app, &key, path).await;
+        let before = app.statements();
+        let (encoding, vary, sized, kept) = get_gzip(&app, &key, path).await;
+        assert_eq!(app.statements(), before, "{path}: a hit");
+        assert_eq!(encoding.as_deref(), Some("gzip"), "{path}");
+        assert!(
+            sized,
+            "{path}: the kept bytes as they are, not compressed again"
+        );
+        assert!(vary.contains("accept-encoding"), "{path}: {vary}");
+        let plain = app.get_as(&key, path).await;
+        assert!(plain.headers().get("content-encoding").is_none(), "{path}");
+        let plain: Value = plain.json().await.unwrap();
+        assert_eq!(app.statements(), before, "{path}: hits");
+        if path.starts_with("/graphql") {
+            assert!(cached(&kept) && cached(&plain), "{kept}");
+            assert_eq!(
+                ran["data"]["products"]["edges"].as_array().map(Vec::len),
+                Some(40)
+            );
+            assert_eq!(kept["data"], ran["data"]);
+            assert_eq!(plain["data"], ran["data"]);
+        } else {
+            assert_eq!(ran["data"].as_array().map(Vec::len), Some(40));
+            assert_eq!(kept, ran);
+            assert_eq!(plain, ran);
+        }
+    }
+}
+
 #[tokio::test]
 async fn with_the_cache_off_every_request_runs() {
     let app = app_with_cache(0).await;

@@ -13,15 +13,13 @@
 //! caller's account only), and never when it read where the caller stands
 //! against its limits (`rateLimit`, `quota`), which every request changes.
 
-use std::collections::BTreeMap;
-
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
-use serde::Serialize;
-use serde_json::value::RawValue;
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::Response;
 
 use super::persisted::EXTENSION;
 use super::response::{self, api_error, media_type};
+use crate::cache::packed::Packed;
 use crate::cache::versions::Stamp;
 use crate::cache::{self, Answer, ResponseCache, Sharing};
 use crate::graphql::cost;
@@ -76,7 +74,7 @@ pub fn keep(
             .unwrap_or_default(),
         // From the JSON just written: the value is not walked again.
         tag: response::tag_of_data(headers, &*data),
-        data,
+        head: Packed::new([HEAD.as_bytes(), data.get().as_bytes()].concat().into()),
     };
     cache.put(key, sharing, stamp, answer);
 }
@@ -91,7 +89,7 @@ pub fn respond(
     conditional: bool,
 ) -> Response {
     let Answer::Graphql {
-        data,
+        head,
         analyzer,
         tag,
     } = answer
@@ -107,26 +105,25 @@ pub fn respond(
     let extensions = &mut response.extensions;
     extensions.insert("analyzer".to_owned(), analyzer.clone());
     cost::report_kept(&mut response, limits, rate);
-    // `data` as it was written for the first answer, put in place as is.
-    let body = Body {
-        data,
-        extensions: &response.extensions,
-    };
-    let Ok(body) = serde_json::to_vec(&body) else {
+    // The kept head, `data` as it was written for the first answer, then
+    // this request's `extensions`, as `response::respond` writes an
+    // answer without errors.
+    let Ok(extensions) = serde_json::to_vec(&response.extensions) else {
         return api_error(headers, &ApiError::Internal);
     };
+    let tail = [TAIL_BEGINS, &extensions, b"}"].concat();
+    let mut http = Response::new(Body::empty());
+    let body = head.body(&tail, headers, http.headers_mut());
+    *http.body_mut() = Body::from(body);
     let media = HeaderValue::from_static(media_type(headers));
-    let mut http = (StatusCode::OK, [(header::CONTENT_TYPE, media)], body).into_response();
+    http.headers_mut().insert(header::CONTENT_TYPE, media);
     if let Some(tag) = tag {
         mark(http.headers_mut(), tag.clone());
     }
     http
 }
 
-/// A kept answer's JSON: `data` and `extensions`, as `response::respond`
-/// writes an answer without errors.
-#[derive(Serialize)]
-struct Body<'a> {
-    data: &'a RawValue,
-    extensions: &'a BTreeMap<String, async_graphql::Value>,
-}
+/// How a kept answer's JSON begins, before its `data`, and how its
+/// `extensions` begin, after.
+const HEAD: &str = r#"{"data":"#;
+const TAIL_BEGINS: &[u8] = br#","extensions":"#;
