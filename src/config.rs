@@ -636,10 +636,21 @@ pub struct HttpConfig {
     #[arg(long, env = "VITRINA_CACHE_MB", default_value_t = DEFAULT_CACHE_MB,
           value_parser = clap::value_parser!(u32).range(..=MAX_CACHE_MB as i64))]
     pub cache_mb: u32,
+
+    /// Percent of the response cache that the answers one account's
+    /// requests kept may take; past it, that account's least recently used
+    /// answers go first, so one key asking many distinct questions cannot
+    /// evict everyone else's. 100 shares the whole cache.
+    #[arg(long, env = "VITRINA_CACHE_SHARE_PERCENT", default_value_t = DEFAULT_CACHE_SHARE_PERCENT,
+          value_parser = clap::value_parser!(u8).range(1..=100))]
+    pub cache_share_percent: u8,
 }
 
 /// Megabytes of answers kept when `VITRINA_CACHE_MB` is not set.
 pub const DEFAULT_CACHE_MB: u32 = 64;
+/// The share of the cache one account's answers may take when
+/// `VITRINA_CACHE_SHARE_PERCENT` is not set.
+pub const DEFAULT_CACHE_SHARE_PERCENT: u8 = 25;
 /// The most megabytes of answers that may be kept.
 pub const MAX_CACHE_MB: u32 = 1 << 20;
 
@@ -710,6 +721,7 @@ impl Default for HttpConfig {
             cors_origins: Vec::new(),
             key_cache_entries: DEFAULT_KEY_CACHE_ENTRIES,
             cache_mb: DEFAULT_CACHE_MB,
+            cache_share_percent: DEFAULT_CACHE_SHARE_PERCENT,
         }
     }
 }

@@ -76,6 +76,7 @@ impl AppState {
             )),
             cache: Arc::new(ResponseCache::new(
                 settings.http.cache_mb,
+                settings.http.cache_share_percent,
                 events.versions().clone(),
             )),
             events,

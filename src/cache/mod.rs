@@ -10,11 +10,16 @@
 //! changed by the time it ends, and served only while they are current. So
 //! an entry is never stale: a write retires it by bumping its grain. Memory
 //! is bounded by `--cache-mb`: past it, the least recently used entries are
-//! evicted.
+//! evicted. Each entry is paid for by the account whose request kept it,
+//! and the entries one account paid for may take no more than its share
+//! (`--cache-share-percent`): past that, its own least recently used go
+//! first, so one key asking many distinct questions cannot evict the
+//! answers everyone else reads.
 
 pub mod packed;
 pub mod versions;
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use axum::http::{HeaderMap, StatusCode};
@@ -95,11 +100,69 @@ type Key = (Request, Option<Uuid>);
 struct Entry {
     stamp: Stamp,
     answer: Arc<Answer>,
+    /// The account whose request kept it.
+    payer: Uuid,
+}
+
+/// The entries one account paid for.
+struct Paid {
+    /// Their keys, least recently used first (kept in step with
+    /// `Kept::entries`).
+    keys: LruCache<Key, ()>,
+    bytes: usize,
 }
 
 struct Kept {
     entries: LruCache<Key, Entry>,
     bytes: usize,
+    /// Accounts with at least one entry.
+    paid: HashMap<Uuid, Paid>,
+}
+
+impl Kept {
+    fn insert(&mut self, key: Key, entry: Entry) {
+        self.remove(&key);
+        let bytes = entry.answer.bytes();
+        let paid = self.paid.entry(entry.payer).or_insert_with(|| Paid {
+            keys: LruCache::unbounded(),
+            bytes: 0,
+        });
+        paid.keys.put(key, ());
+        paid.bytes += bytes;
+        self.bytes += bytes;
+        self.entries.put(key, entry);
+    }
+
+    fn remove(&mut self, key: &Key) -> Option<Entry> {
+        let entry = self.entries.pop(key)?;
+        let bytes = entry.answer.bytes();
+        self.bytes -= bytes;
+        if let Some(paid) = self.paid.get_mut(&entry.payer) {
+            paid.keys.pop(key);
+            paid.bytes -= bytes;
+            if paid.keys.is_empty() {
+                self.paid.remove(&entry.payer);
+            }
+        }
+        Some(entry)
+    }
+
+    /// Evicts entries until those `payer` paid for take at most `share`
+    /// bytes and all of them at most `budget`: how many it evicted.
+    fn evict(&mut self, payer: Uuid, share: usize, budget: usize) -> u64 {
+        let mut evicted = 0;
+        loop {
+            let over_share = self.paid.get_mut(&payer).filter(|paid| paid.bytes > share);
+            let key = match over_share {
+                Some(paid) => paid.keys.peek_lru().map(|(key, _)| *key),
+                None if self.bytes > budget => self.entries.peek_lru().map(|(key, _)| *key),
+                None => None,
+            };
+            let Some(key) = key else { return evicted };
+            self.remove(&key);
+            evicted += 1;
+        }
+    }
 }
 
 /// The answers this process keeps.
@@ -107,18 +170,24 @@ pub struct ResponseCache {
     kept: Mutex<Kept>,
     /// Bytes the entries may take; 0 keeps none.
     budget: usize,
+    /// Bytes the entries one account paid for may take.
+    share: usize,
     versions: Arc<DataVersions>,
 }
 
 impl ResponseCache {
-    /// A cache of at most `megabytes`, over `versions`.
-    pub fn new(megabytes: u32, versions: Arc<DataVersions>) -> Self {
+    /// A cache of at most `megabytes`, over `versions`, of which the
+    /// answers one account's requests kept may take `share_percent`.
+    pub fn new(megabytes: u32, share_percent: u8, versions: Arc<DataVersions>) -> Self {
+        let budget = megabytes as usize * 1024 * 1024;
         ResponseCache {
             kept: Mutex::new(Kept {
                 entries: LruCache::unbounded(),
                 bytes: 0,
+                paid: HashMap::new(),
             }),
-            budget: megabytes as usize * 1024 * 1024,
+            budget,
+            share: budget / 100 * usize::from(share_percent.min(100)),
             versions,
         }
     }
@@ -142,12 +211,16 @@ impl ResponseCache {
         let key = key(request, sharing);
         let mut kept = self.lock();
         let found = match kept.entries.get(&key) {
-            Some(entry) if current(entry.stamp, now, sharing) => Some(entry.answer.clone()),
+            Some(entry) if current(entry.stamp, now, sharing) => {
+                let (answer, payer) = (entry.answer.clone(), entry.payer);
+                if let Some(paid) = kept.paid.get_mut(&payer) {
+                    paid.keys.promote(&key);
+                }
+                Some(answer)
+            }
             Some(_) => {
                 // Retired by a write: it can never be served again.
-                if let Some(entry) = kept.entries.pop(&key) {
-                    kept.bytes -= entry.answer.bytes();
-                }
+                kept.remove(&key);
                 None
             }
             None => None,
@@ -163,32 +236,29 @@ impl ResponseCache {
         crate::metrics::cache_lookup(false);
     }
 
-    /// Keeps `answer`, worked out by a read that began at `stamp`, unless a
-    /// write has changed its data since or it would take more than a tenth
-    /// of the cache.
-    pub fn put(&self, request: Request, sharing: Sharing, stamp: Stamp, answer: Answer) {
+    /// Keeps `answer`, worked out by a read that began at `stamp` for a
+    /// request of `payer`'s, unless a write has changed its data since or
+    /// it would take more than a tenth of the cache (or the payer's share).
+    pub fn put(
+        &self,
+        (request, sharing): (Request, Sharing),
+        stamp: Stamp,
+        payer: Uuid,
+        answer: Answer,
+    ) {
         let Some(now) = self.stamp() else { return };
         let bytes = answer.bytes();
-        if !current(stamp, now, sharing) || bytes > self.budget / 10 {
+        if !current(stamp, now, sharing) || bytes > self.share.min(self.budget / 10) {
             return;
         }
         let entry = Entry {
             stamp,
             answer: Arc::new(answer),
+            payer,
         };
         let mut kept = self.lock();
-        if let Some(old) = kept.entries.put(key(request, sharing), entry) {
-            kept.bytes -= old.answer.bytes();
-        }
-        kept.bytes += bytes;
-        let mut evicted = 0;
-        while kept.bytes > self.budget {
-            let Some((_, entry)) = kept.entries.pop_lru() else {
-                break;
-            };
-            kept.bytes -= entry.answer.bytes();
-            evicted += 1;
-        }
+        kept.insert(key(request, sharing), entry);
+        let evicted = kept.evict(payer, self.share, self.budget);
         crate::metrics::cache_stored(evicted, kept.bytes);
     }
 
@@ -229,17 +299,40 @@ mod tests {
         }
     }
 
+    /// A cache of `megabytes`, the whole of it one account's share.
     fn cache(megabytes: u32) -> (ResponseCache, Arc<DataVersions>) {
+        shared(megabytes, 100)
+    }
+
+    fn shared(megabytes: u32, share_percent: u8) -> (ResponseCache, Arc<DataVersions>) {
         let versions = Arc::new(DataVersions::new(true));
-        (ResponseCache::new(megabytes, versions.clone()), versions)
+        let cache = ResponseCache::new(megabytes, share_percent, versions.clone());
+        (cache, versions)
+    }
+
+    /// Keeps an answer of `bytes` to `request` for everyone, read now and
+    /// paid for by the account numbered `payer`.
+    fn keep(cache: &ResponseCache, request: Request, payer: u128, bytes: usize) {
+        let stamp = cache.stamp().unwrap();
+        cache.put(
+            (request, Sharing::Everyone),
+            stamp,
+            Uuid::from_u128(payer),
+            rest(bytes),
+        );
     }
 
     #[test]
     fn an_answer_is_served_until_its_grain_changes() {
         let (cache, versions) = cache(1);
         let (request, account) = (Request::of(&[b"q"]), Sharing::Account(Uuid::nil()));
-        cache.put(request, Sharing::Everyone, cache.stamp().unwrap(), rest(10));
-        cache.put(request, account, cache.stamp().unwrap(), rest(10));
+        keep(&cache, request, 0, 10);
+        cache.put(
+            (request, account),
+            cache.stamp().unwrap(),
+            Uuid::nil(),
+            rest(10),
+        );
         versions.bump(Grains::SESSIONS);
         assert!(cache.get(request, Sharing::Everyone).is_some());
         assert!(cache.get(request, account).is_none());
@@ -253,21 +346,21 @@ mod tests {
         let request = Request::of(&[b"q"]);
         let began = cache.stamp().unwrap();
         versions.bump(Grains::CATALOG);
-        cache.put(request, Sharing::Everyone, began, rest(10));
+        cache.put((request, Sharing::Everyone), began, Uuid::nil(), rest(10));
         assert!(cache.get(request, Sharing::Everyone).is_none());
     }
 
     #[test]
     fn past_the_budget_the_least_recently_used_go_first() {
-        let (cache, _) = cache(1);
-        let stamp = cache.stamp().unwrap();
+        let (cache, _) = shared(1, 25);
         let requests: Vec<Request> = (0u8..12).map(|i| Request::of(&[&[i]])).collect();
-        for request in &requests[..11] {
-            cache.put(*request, Sharing::Everyone, stamp, rest(90_000));
+        // Each paid for by another account: the shares play no part.
+        for (i, request) in requests[..11].iter().enumerate() {
+            keep(&cache, *request, i as u128, 90_000);
         }
         // The first was used last: the second is the least recently used.
         assert!(cache.get(requests[0], Sharing::Everyone).is_some());
-        cache.put(requests[11], Sharing::Everyone, stamp, rest(90_000));
+        keep(&cache, requests[11], 11, 90_000);
         assert!(cache.lock().bytes <= 1024 * 1024);
         assert!(cache.get(requests[0], Sharing::Everyone).is_some());
         assert!(cache.get(requests[1], Sharing::Everyone).is_none());
@@ -275,13 +368,52 @@ mod tests {
     }
 
     #[test]
+    fn one_account_cannot_evict_the_answers_others_kept() {
+        let (cache, _) = shared(1, 25);
+        let others: Vec<Request> = (0u8..3).map(|i| Request::of(&[b"other", &[i]])).collect();
+        for (i, request) in others.iter().enumerate() {
+            keep(&cache, *request, 100 + i as u128, 90_000);
+        }
+        // Twenty distinct answers, twice the cache, all paid for by one.
+        let flood: Vec<Request> = (0u8..20).map(|i| Request::of(&[b"flood", &[i]])).collect();
+        for request in &flood {
+            keep(&cache, *request, 1, 90_000);
+        }
+        for request in &others {
+            assert!(cache.get(*request, Sharing::Everyone).is_some());
+        }
+        // Its own least recently used went first, within its quarter.
+        let kept = flood
+            .iter()
+            .filter(|r| cache.get(**r, Sharing::Everyone).is_some());
+        assert_eq!(kept.count(), 2);
+        assert!(cache.get(flood[19], Sharing::Everyone).is_some());
+        let bytes = cache.lock().paid[&Uuid::from_u128(1)].bytes;
+        assert!(bytes <= 1024 * 1024 / 4, "{bytes}");
+        assert_eq!(cache.lock().bytes, 5 * (90_000 + ENTRY_OVERHEAD));
+    }
+
+    #[test]
+    fn an_accounts_share_follows_its_hits() {
+        let (cache, _) = shared(1, 25);
+        let [a, b, c] = [b"a", b"b", b"c"].map(|name| Request::of(&[name]));
+        keep(&cache, a, 1, 90_000);
+        keep(&cache, b, 1, 90_000);
+        assert!(cache.get(a, Sharing::Everyone).is_some());
+        // Past its share: `b`, not `a` just read again, makes room.
+        keep(&cache, c, 1, 90_000);
+        assert!(cache.get(a, Sharing::Everyone).is_some());
+        assert!(cache.get(b, Sharing::Everyone).is_none());
+        assert!(cache.get(c, Sharing::Everyone).is_some());
+    }
+
+    #[test]
     fn an_answer_over_a_tenth_of_the_cache_is_not_kept() {
         let (cache, _) = cache(1);
         let (small, large) = (Request::of(&[b"small"]), Request::of(&[b"large"]));
-        let stamp = cache.stamp().unwrap();
-        cache.put(small, Sharing::Everyone, stamp, rest(90_000));
+        keep(&cache, small, 0, 90_000);
         // Would evict most of the cache for one answer.
-        cache.put(large, Sharing::Everyone, stamp, rest(1024 * 1024 / 10));
+        keep(&cache, large, 1, 1024 * 1024 / 10);
         assert!(cache.get(large, Sharing::Everyone).is_none());
         assert!(cache.get(small, Sharing::Everyone).is_some());
         assert_eq!(cache.lock().bytes, 90_000 + ENTRY_OVERHEAD);
@@ -299,10 +431,11 @@ mod tests {
             headers: HeaderMap::new(),
             body: Packed::new(json.clone().into()),
         };
+        let stamp = cache.stamp().unwrap();
         cache.put(
-            Request::of(&[b"q"]),
-            Sharing::Everyone,
-            cache.stamp().unwrap(),
+            (Request::of(&[b"q"]), Sharing::Everyone),
+            stamp,
+            Uuid::nil(),
             answer,
         );
         assert!(

@@ -39,18 +39,22 @@ pub async fn answer(
     mut request: Request,
     next: Next,
 ) -> Response {
+    // Whoever asked pays for what is kept (its share of the cache).
+    let payer = request
+        .extensions()
+        .get::<Caller>()
+        .map(|caller| caller.account_id);
     let sharing = match audience {
         Audience::Everyone => {
             request.extensions_mut().remove::<Caller>();
-            Some(Sharing::Everyone)
+            Sharing::Everyone
         }
-        Audience::Caller => request
-            .extensions()
-            .get::<Caller>()
-            .map(|caller| Sharing::Account(caller.account_id)),
+        Audience::Caller => match payer {
+            Some(account) => Sharing::Account(account),
+            None => return next.run(request).await,
+        },
     };
-    let (Some(sharing), &Method::GET, true) = (sharing, request.method(), state.cache.enabled())
-    else {
+    let (Some(payer), &Method::GET, true) = (payer, request.method(), state.cache.enabled()) else {
         return next.run(request).await;
     };
     let path = request.uri().path_and_query().map_or("", |p| p.as_str());
@@ -95,6 +99,6 @@ pub async fn answer(
         headers: parts.headers.clone(),
         body: Packed::new(body.clone()),
     };
-    state.cache.put(key, sharing, stamp, kept);
+    state.cache.put((key, sharing), stamp, payer, kept);
     Response::from_parts(parts, Body::from(body))
 }

@@ -382,6 +382,37 @@ async fn a_kept_answer_goes_as_gzip_to_a_client_that_takes_it_and_plain_to_other
 }
 
 #[tokio::test]
+async fn one_key_asking_many_questions_cannot_evict_anothers_answers() {
+    // 1% of a megabyte: ten answers or so of one product each.
+    let mut settings = cache_of(1);
+    settings.http.cache_share_percent = 1;
+    let app = TestApp::spawn_with_settings(settings).await;
+    app.state.events.ready().await;
+    let (flooder, other) = (app.key("acme").await, app.key("globex").await);
+    send_and_merge(&app, &other, vec![priced("1", "Redmond", 1000.0)]).await;
+    settled(&app).await;
+    let page = |size: u32| format!("/v1/products?page_size={size}");
+    assert!(runs(&app, &other, page(1)).await);
+    for size in 2..=40 {
+        assert!(runs(&app, &flooder, page(size)).await, "{size}: distinct");
+    }
+    assert!(
+        !runs(&app, &other, page(1)).await,
+        "the other key's answer is kept"
+    );
+    // The flooder's own oldest answers made room, within its share.
+    assert!(runs(&app, &flooder, page(2)).await);
+    assert!(!runs(&app, &flooder, page(40)).await);
+}
+
+/// Whether GET `path` as `key` sent a statement (was not a hit).
+async fn runs(app: &TestApp, key: &str, path: String) -> bool {
+    let before = app.statements();
+    assert_eq!(rest_at(app, &app.url(""), key, &path).await.0, 200);
+    app.statements() > before
+}
+
+#[tokio::test]
 async fn with_the_cache_off_every_request_runs() {
     let app = app_with_cache(0).await;
     let key = app.key("acme").await;

@@ -16,6 +16,7 @@
 use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::Response;
+use uuid::Uuid;
 
 use super::persisted::EXTENSION;
 use super::response::{self, api_error, media_type};
@@ -51,12 +52,13 @@ pub fn request_key(
     ]))
 }
 
-/// Keeps `response`, worked out from the data at `stamp`, for `sharing`:
-/// its `data` as JSON, its cost analysis and its tag.
+/// Keeps `response`, worked out from the data at `stamp` for a request
+/// of `payer`'s, for `sharing`: its `data` as JSON, its cost analysis and
+/// its tag.
 pub fn keep(
     cache: &ResponseCache,
-    key: cache::Request,
-    (stamp, sharing): (Stamp, Sharing),
+    (key, sharing): (cache::Request, Sharing),
+    (stamp, payer): (Stamp, Uuid),
     headers: &HeaderMap,
     response: &async_graphql::Response,
 ) {
@@ -76,7 +78,7 @@ pub fn keep(
         tag: response::tag_of_data(headers, &*data),
         head: Packed::new([HEAD.as_bytes(), data.get().as_bytes()].concat().into()),
     };
-    cache.put(key, sharing, stamp, answer);
+    cache.put((key, sharing), stamp, payer, answer);
 }
 
 /// The response to a request answered by `answer`, a kept GraphQL answer,

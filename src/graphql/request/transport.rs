@@ -279,8 +279,8 @@ async fn execute(
                 keep,
                 data.sharing(),
             ) {
-                let cache = &endpoint.state.cache;
-                cached::keep(cache, key, (stamp, sharing), headers, response);
+                let (cache, payer) = (&endpoint.state.cache, data.caller().account_id);
+                cached::keep(cache, (key, sharing), (stamp, payer), headers, response);
             }
             // A refusal for the quota is no answer to keep.
             let tag = tag.filter(|_| responses.iter().all(|r| r.errors.is_empty()));
