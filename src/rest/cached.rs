@@ -12,10 +12,10 @@
 
 use axum::body::{Body, to_bytes};
 use axum::extract::{Request, State};
-use axum::http::Method;
+use axum::http::{HeaderMap, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use headers::HeaderMapExt;
+use headers::{ETag, HeaderMapExt};
 
 use crate::accounts::Caller;
 use crate::cache::packed::Packed;
@@ -66,6 +66,11 @@ pub async fn answer(
             body,
         } = &*answer
     {
+        // Revalidated before its body is built (inflated, for a client
+        // without gzip): the 304 passes the outer revalidation as it is.
+        if let Some(fresh) = not_modified_if_held(request.headers(), *status, headers) {
+            return fresh;
+        }
         let mut kept = headers.clone();
         let body = body.body(b"", request.headers(), &mut kept);
         let mut response = Response::new(Body::from(body));
@@ -101,4 +106,22 @@ pub async fn answer(
     };
     state.cache.put((key, sharing), stamp, payer, kept);
     Response::from_parts(parts, Body::from(body))
+}
+
+/// `304 Not Modified` when the client holds the kept answer of `status`
+/// and `kept` headers already, marked as the outer revalidation would.
+fn not_modified_if_held(
+    request: &HeaderMap,
+    status: StatusCode,
+    kept: &HeaderMap,
+) -> Option<Response> {
+    let tag = kept
+        .typed_get::<ETag>()
+        .filter(|_| status == StatusCode::OK)?;
+    if !conditional::Condition::of(request).holds(&tag) {
+        return None;
+    }
+    let mut marked = kept.clone();
+    conditional::mark(&mut marked, tag);
+    Some(conditional::not_modified(&marked))
 }

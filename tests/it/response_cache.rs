@@ -293,8 +293,29 @@ async fn a_304_is_answered_from_memory() {
     assert_eq!(required_header(&kept, ETAG.as_str()), rest_tag);
     let revalidated = app.client.get(app.url(path)).bearer_auth(&key);
     let revalidated = revalidated.header(IF_NONE_MATCH, &rest_tag).send();
-    assert_eq!(revalidated.await.unwrap().status(), 304);
+    let revalidated = revalidated.await.unwrap();
+    assert_eq!(revalidated.status(), 304);
     assert_eq!(app.statements(), before, "the REST 304 sends no statement");
+    // It says how to keep the answer, as the 200 did.
+    for name in [
+        ETAG.as_str(),
+        "cache-control",
+        "vary",
+        "x-ratelimit-remaining",
+    ] {
+        assert!(
+            revalidated.headers().contains_key(name),
+            "304 without {name}"
+        );
+    }
+    assert_eq!(required_header(&revalidated, ETAG.as_str()), rest_tag);
+    for name in ["cache-control", "vary"] {
+        assert_eq!(
+            required_header(&revalidated, name),
+            required_header(&kept, name),
+            "{name}"
+        );
+    }
     // After a change the same tag no longer matches.
     send_and_merge(&app, &key, vec![priced("2", "Redmond", 900.0)]).await;
     let changed = app.client.get(&url).bearer_auth(&key);
