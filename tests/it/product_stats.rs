@@ -8,7 +8,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use entity::{Marketplace, TrustStatus, current_price, product};
+use std::collections::HashSet;
+
+use entity::{Marketplace, TrustStatus, current_price, product, product_category};
 use sea_orm::{ConnectionTrait, EntityTrait, Statement};
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -137,7 +139,46 @@ async fn statistics_match_those_computed_from_the_stored_prices() {
         .map(|p| p.id)
         .collect();
     let brand_key = brand.to_lowercase();
+    // The most common category, read from `lowest_prices` beside its index
+    // rows, alone and with the product columns those rows carry; with a
+    // brand, joined to the products.
+    let (category, members) = largest_category(&app).await;
+    let priced_members = members
+        .iter()
+        .filter(|id| lowest.contains_key(&(**id, "RUB".to_owned())))
+        .count();
+    assert!(priced_members > 2, "a category with prices to aggregate");
+    let in_category = move |p: &product::Model| members.contains(&p.id);
+    let (in_category_2, in_category_3) = (in_category.clone(), in_category.clone());
+    let category_brand = products
+        .iter()
+        .find(|p| in_category(p))
+        .map(|p| p.brand.clone())
+        .unwrap();
+    let category_brand_key = category_brand.to_lowercase();
     let cases: Vec<(Value, &str, Test)> = vec![
+        (
+            json!({ "category": category.to_uppercase() }),
+            "RUB",
+            Box::new(move |p, _, _| in_category(p)),
+        ),
+        (
+            json!({ "category": category, "marketplace": "OZON", "trustStatus": "VERIFIED", "inStock": true }),
+            "RUB",
+            Box::new(move |p, _, stocked| {
+                stocked
+                    && in_category_2(p)
+                    && p.marketplace == Marketplace::Ozon
+                    && p.trust_status == TrustStatus::Verified
+            }),
+        ),
+        (
+            json!({ "category": category, "brand": category_brand }),
+            "KZT",
+            Box::new(move |p, _, _| {
+                in_category_3(p) && p.brand.to_lowercase() == category_brand_key
+            }),
+        ),
         (json!({}), "RUB", Box::new(|_, _, _| true)),
         (json!({}), "KZT", Box::new(|_, _, _| true)),
         (
@@ -169,6 +210,22 @@ async fn statistics_match_those_computed_from_the_stored_prices() {
     ];
     let parities = assert_cases(&app, &key, &products, &lowest, cases).await;
     assert_eq!(parities, [true, true], "medians of odd and of even counts");
+}
+
+/// The category key most products hold, and those products.
+async fn largest_category(app: &TestApp) -> (String, HashSet<Uuid>) {
+    let rows = product_category::Entity::find().all(&app.db).await.unwrap();
+    let mut members: BTreeMap<String, HashSet<Uuid>> = BTreeMap::new();
+    for row in rows {
+        members
+            .entry(row.category_key)
+            .or_default()
+            .insert(row.product_id);
+    }
+    members
+        .into_iter()
+        .max_by_key(|(_, ids)| ids.len())
+        .expect("the demo has categories")
 }
 
 #[tokio::test]
