@@ -155,13 +155,34 @@ impl Kept {
             let over_share = self.paid.get_mut(&payer).filter(|paid| paid.bytes > share);
             let key = match over_share {
                 Some(paid) => paid.keys.peek_lru().map(|(key, _)| *key),
-                None if self.bytes > budget => self.entries.peek_lru().map(|(key, _)| *key),
+                None if self.bytes > budget => self.over_budget(budget),
                 None => None,
             };
             let Some(key) = key else { return evicted };
             self.remove(&key);
             evicted += 1;
         }
+    }
+
+    /// The entry to evict when the cache is over `budget`: the least
+    /// recently used, unless its payer holds less than an equal part of the
+    /// budget among the accounts with entries; then the least recently
+    /// used of the account holding the most (at least that part, the cache
+    /// being over budget). A share bounds one account; this keeps a few
+    /// accounts that together fill the cache from evicting the answers of
+    /// those keeping little.
+    fn over_budget(&self, budget: usize) -> Option<Key> {
+        let (key, entry) = self.entries.peek_lru()?;
+        let equal = budget / self.paid.len().max(1);
+        if self
+            .paid
+            .get(&entry.payer)
+            .is_none_or(|paid| paid.bytes >= equal)
+        {
+            return Some(*key);
+        }
+        let largest = self.paid.values().max_by_key(|paid| paid.bytes)?;
+        largest.keys.peek_lru().map(|(key, _)| *key)
     }
 }
 
@@ -391,6 +412,33 @@ mod tests {
         let bytes = cache.lock().paid[&Uuid::from_u128(1)].bytes;
         assert!(bytes <= 1024 * 1024 / 4, "{bytes}");
         assert_eq!(cache.lock().bytes, 5 * (90_000 + ENTRY_OVERHEAD));
+    }
+
+    #[test]
+    fn accounts_filling_the_cache_together_evict_their_own_answers() {
+        // Three answers of 90,000 bytes fit in a share: four accounts'
+        // shares add up to more than the cache.
+        let (cache, _) = shared(1, 30);
+        let quiet = Request::of(&[b"quiet"]);
+        keep(&cache, quiet, 100, 90_000);
+        // Four accounts, each within its share, send twice the cache.
+        for round in 0u8..6 {
+            for payer in 1u8..=4 {
+                keep(
+                    &cache,
+                    Request::of(&[b"flood", &[payer, round]]),
+                    payer.into(),
+                    90_000,
+                );
+            }
+        }
+        assert!(cache.get(quiet, Sharing::Everyone).is_some());
+        assert!(cache.lock().bytes <= 1024 * 1024);
+        // Each flooding account keeps its own latest answer.
+        for payer in 1u8..=4 {
+            let latest = Request::of(&[b"flood", &[payer, 5]]);
+            assert!(cache.get(latest, Sharing::Everyone).is_some(), "{payer}");
+        }
     }
 
     #[test]
