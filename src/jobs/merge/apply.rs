@@ -384,15 +384,34 @@ async fn reindex(db: &impl ConnectionTrait, product: &mut product::Model) -> Res
                 .iter()
                 .map(|t| (t.name.as_str(), t.category_path.0.as_slice())),
         );
-    let keys = SearchKeys::of(&product.brand, &product.seller_code, languages);
+    let mut keys = SearchKeys::of(&product.brand, &product.seller_code, languages);
+    // Only the category rows that changed are written: the database moves
+    // the product's lowest prices between the kept category levels for
+    // each row added or taken away (migration 33).
+    let held = product_category::Entity::find()
+        .filter(product_category::Column::ProductId.eq(product.id))
+        .all(db)
+        .await?;
+    let stale: Vec<String> = held
+        .into_iter()
+        .filter(|row| {
+            let kept = row.first_seen_at == product.first_seen_at
+                && keys.category_keys.remove(&row.category_key);
+            !kept
+        })
+        .map(|row| row.category_key)
+        .collect();
+    if !stale.is_empty() {
+        product_category::Entity::delete_many()
+            .filter(product_category::Column::ProductId.eq(product.id))
+            .filter(product_category::Column::CategoryKey.is_in(stale))
+            .exec(db)
+            .await?;
+    }
     let rows = keys.category_rows(product.id, product.first_seen_at);
     product.brand_key = keys.brand_key;
     product.seller_code_key = keys.seller_code_key;
     product.name_search = keys.name_search;
-    product_category::Entity::delete_many()
-        .filter(product_category::Column::ProductId.eq(product.id))
-        .exec(db)
-        .await?;
     crate::db::insert_batched(db, rows).await
 }
 
