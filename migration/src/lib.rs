@@ -27,6 +27,7 @@ mod m20261204_000029_key_scopes;
 mod m20261205_000030_brand_counts;
 mod m20261206_000031_name_pairs;
 mod m20261207_000032_price_levels;
+mod m20261208_000033_category_price_levels;
 
 pub use m20261206_000031_name_pairs::NAME_PAIRS;
 pub use m20261207_000032_price_levels::{
@@ -34,22 +35,26 @@ pub use m20261207_000032_price_levels::{
 };
 
 /// The statements that fill the tables triggers keep (`product_counts`,
-/// `brand_counts`, `lowest_prices`, `price_levels`) afresh from the tables
+/// `brand_counts`, `lowest_prices`, `price_levels`,
+/// `category_price_levels`) afresh from the tables
 /// they are kept from, for a bulk load that drops or disables the triggers
 /// of the tables it writes (`vitrina seed`). `lowest_prices` is not one of
 /// them, so its own triggers, which keep `price_levels` row by row, are
 /// disabled (PostgreSQL) or dropped and made again (SQLite) around its fill.
 pub fn kept_tables_backfill(backend: sea_orm_migration::sea_orm::DbBackend) -> Vec<String> {
     use m20261207_000032_price_levels as levels;
+    use m20261208_000033_category_price_levels as category_levels;
     use sea_orm_migration::sea_orm::DbBackend;
-    let sqlite_triggers = levels::sqlite_level_triggers();
+    let sqlite_triggers = levels::sqlite_level_triggers()
+        .map(|(name, create)| (name.to_owned(), create))
+        .into_iter()
+        .chain(category_levels::sqlite_price_triggers());
     let (off, on): (Vec<String>, Vec<String>) = match backend {
         DbBackend::Postgres => (
             vec!["ALTER TABLE lowest_prices DISABLE TRIGGER USER".to_owned()],
             vec!["ALTER TABLE lowest_prices ENABLE TRIGGER USER".to_owned()],
         ),
         _ => sqlite_triggers
-            .into_iter()
             .map(|(name, create)| (format!("DROP TRIGGER {name}"), create))
             .unzip(),
     };
@@ -63,6 +68,8 @@ pub fn kept_tables_backfill(backend: sea_orm_migration::sea_orm::DbBackend) -> V
         levels::lowest_prices_backfill(backend),
         "DELETE FROM price_levels".to_owned(),
         levels::backfill(),
+        "DELETE FROM category_price_levels".to_owned(),
+        category_levels::backfill(),
     ]);
     statements.extend(on);
     statements
@@ -97,6 +104,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261205_000030_brand_counts::Migration),
             Box::new(m20261206_000031_name_pairs::Migration),
             Box::new(m20261207_000032_price_levels::Migration),
+            Box::new(m20261208_000033_category_price_levels::Migration),
         ]
     }
 }

@@ -45,7 +45,7 @@ pub const OUTLYING_LOW: i32 = -1;
 /// sum can overflow (PostgreSQL refuses a double that does, and would
 /// refuse every later write to the level) however absurd a price; a
 /// reader of their totals aggregates the prices instead.
-fn summed(price: &str, level: &str) -> String {
+pub(crate) fn summed(price: &str, level: &str) -> String {
     format!(
         "CASE WHEN {level} BETWEEN 0 AND {} THEN {price} ELSE 0 END",
         LAST_LEVEL - 1
@@ -68,13 +68,19 @@ pub fn level_of(price: &str) -> String {
 /// The kept columns a level row is keyed by, besides its level.
 const KEYS: &str = "currency, marketplace, trust_status, in_stock";
 
-/// The bounds and the levels. SQLite keeps the levels in their key's
-/// order (`WITHOUT ROWID`), as PostgreSQL's index-only reads would.
-fn tables(backend: DbBackend) -> [String; 2] {
-    let (float, rows) = match backend {
+/// A level table's type of sums, and what follows its definition: SQLite
+/// keeps the levels in their key's order (`WITHOUT ROWID`), as
+/// PostgreSQL's index-only reads would.
+pub(crate) fn level_table_types(backend: DbBackend) -> (&'static str, &'static str) {
+    match backend {
         DbBackend::Postgres => ("double precision", ""),
         _ => ("double", " WITHOUT ROWID"),
-    };
+    }
+}
+
+/// The bounds and the levels.
+fn tables(backend: DbBackend) -> [String; 2] {
+    let (float, rows) = level_table_types(backend);
     [
         format!(
             "CREATE TABLE price_level_bounds (

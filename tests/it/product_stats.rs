@@ -270,22 +270,7 @@ fn level_cases() -> Vec<(Value, &'static str, Test)> {
 /// `(count, sum)`.
 async fn assert_levels_true(app: &TestApp, step: &str) {
     type Key = (String, String, String, bool, i32);
-    let backend = app.db.get_database_backend();
-    let rows = |sql: &str| {
-        app.db
-            .query_all_raw(Statement::from_string(backend, sql.to_owned()))
-    };
-    let mut bounds: Vec<(f64, i32)> = Vec::new();
-    for row in rows("SELECT level, low FROM price_level_bounds")
-        .await
-        .unwrap()
-    {
-        bounds.push((
-            row.try_get("", "low").unwrap(),
-            row.try_get("", "level").unwrap(),
-        ));
-    }
-    bounds.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let bounds = Bounds::read(app).await;
     let products: HashMap<Uuid, product::Model> = product::Entity::find()
         .all(&app.db)
         .await
@@ -296,24 +281,19 @@ async fn assert_levels_true(app: &TestApp, step: &str) {
     let mut want: BTreeMap<Key, (i64, f64)> = BTreeMap::new();
     for ((id, currency), (price, stocked)) in lowest(app).await {
         let p = &products[&id];
-        let at = bounds.partition_point(|(low, _)| *low <= price) - 1;
         let key = (
             currency,
             p.marketplace.as_str().to_owned(),
             p.trust_status.as_str().to_owned(),
             stocked,
-            bounds[at].1,
+            bounds.level_of(price),
         );
-        // The two unbounded levels keep no sum.
-        let summed = (0..migration::LAST_PRICE_LEVEL).contains(&key.4);
-        let level = want.entry(key).or_default();
-        level.0 += 1;
-        level.1 += if summed { price } else { 0.0 };
+        bounds.count(want.entry(key.clone()).or_default(), key.4, price);
     }
     let mut got: BTreeMap<Key, (i64, f64)> = BTreeMap::new();
     let kept = "SELECT currency, marketplace, trust_status, in_stock, level, n, total \
         FROM price_levels WHERE n <> 0";
-    for row in rows(kept).await.unwrap() {
+    for row in rows(app, kept).await.unwrap() {
         let key = (
             row.try_get("", "currency").unwrap(),
             row.try_get("", "marketplace").unwrap(),
@@ -329,12 +309,95 @@ async fn assert_levels_true(app: &TestApp, step: &str) {
             ),
         );
     }
+    assert_same_levels(&got, &want, step);
+}
+
+/// The kept `category_price_levels` rows that count anything, against the
+/// same computed here from the category rows, the current prices and the
+/// level bounds: `(category, currency, level)` -> `(count, sum)`.
+async fn assert_category_levels_true(app: &TestApp, step: &str) {
+    type Key = (String, String, i32);
+    let bounds = Bounds::read(app).await;
+    let mut prices: HashMap<Uuid, Vec<(String, f64)>> = HashMap::new();
+    for ((id, currency), (price, _)) in lowest(app).await {
+        prices.entry(id).or_default().push((currency, price));
+    }
+    let mut want: BTreeMap<Key, (i64, f64)> = BTreeMap::new();
+    for row in product_category::Entity::find().all(&app.db).await.unwrap() {
+        for (currency, price) in prices.get(&row.product_id).into_iter().flatten() {
+            let level = bounds.level_of(*price);
+            let key = (row.category_key.clone(), currency.clone(), level);
+            bounds.count(want.entry(key).or_default(), level, *price);
+        }
+    }
+    let mut got: BTreeMap<Key, (i64, f64)> = BTreeMap::new();
+    let kept = "SELECT category_key, currency, level, n, total \
+        FROM category_price_levels WHERE n <> 0";
+    for row in rows(app, kept).await.unwrap() {
+        let key = (
+            row.try_get("", "category_key").unwrap(),
+            row.try_get("", "currency").unwrap(),
+            row.try_get("", "level").unwrap(),
+        );
+        let kept = (
+            row.try_get("", "n").unwrap(),
+            row.try_get("", "total").unwrap(),
+        );
+        got.insert(key, kept);
+    }
+    assert_same_levels(&got, &want, &format!("{step} (categories)"));
+}
+
+async fn rows(app: &TestApp, sql: &str) -> Result<Vec<sea_orm::QueryResult>, sea_orm::DbErr> {
+    let backend = app.db.get_database_backend();
+    app.db
+        .query_all_raw(Statement::from_string(backend, sql.to_owned()))
+        .await
+}
+
+/// The price levels' lower bounds, as the database keeps them.
+struct Bounds(Vec<(f64, i32)>);
+
+impl Bounds {
+    async fn read(app: &TestApp) -> Bounds {
+        let mut bounds: Vec<(f64, i32)> = Vec::new();
+        for row in rows(app, "SELECT level, low FROM price_level_bounds")
+            .await
+            .unwrap()
+        {
+            bounds.push((
+                row.try_get("", "low").unwrap(),
+                row.try_get("", "level").unwrap(),
+            ));
+        }
+        bounds.sort_by(|a, b| a.0.total_cmp(&b.0));
+        Bounds(bounds)
+    }
+
+    fn level_of(&self, price: f64) -> i32 {
+        self.0[self.0.partition_point(|(low, _)| *low <= price) - 1].1
+    }
+
+    /// Adds `price` of `level` to a level's count and sum; the two
+    /// unbounded levels keep no sum.
+    fn count(&self, into: &mut (i64, f64), level: i32, price: f64) {
+        let summed = (0..migration::LAST_PRICE_LEVEL).contains(&level);
+        into.0 += 1;
+        into.1 += if summed { price } else { 0.0 };
+    }
+}
+
+fn assert_same_levels<K: Ord + std::fmt::Debug>(
+    got: &BTreeMap<K, (i64, f64)>,
+    want: &BTreeMap<K, (i64, f64)>,
+    step: &str,
+) {
     assert_eq!(
         got.keys().collect::<Vec<_>>(),
         want.keys().collect::<Vec<_>>(),
         "{step}: the kept levels"
     );
-    for (key, (n, total)) in &want {
+    for (key, (n, total)) in want {
         let (kept_n, kept_total) = got[key];
         assert_eq!(kept_n, *n, "{step}: count of {key:?}");
         assert!(
@@ -347,9 +410,17 @@ async fn assert_levels_true(app: &TestApp, step: &str) {
 /// After `step`, the kept levels and every statistic they answer are true.
 async fn assert_all_true(app: &TestApp, key: &str, step: &str) {
     assert_levels_true(app, step).await;
+    assert_category_levels_true(app, step).await;
     let products = product::Entity::find().all(&app.db).await.unwrap();
     let lowest = lowest(app).await;
-    assert_cases(app, key, &products, &lowest, level_cases()).await;
+    let mut cases = level_cases();
+    let (category, members) = largest_category(app).await;
+    cases.push((
+        json!({ "category": category }),
+        "RUB",
+        Box::new(move |p, _, _| members.contains(&p.id)),
+    ));
+    assert_cases(app, key, &products, &lowest, cases).await;
 }
 
 #[tokio::test]
@@ -366,6 +437,37 @@ async fn kept_price_levels_follow_every_write_whoever_makes_it() {
     send(&app, &key, vec![cheaper]).await;
     app.jobs().tick().await.expect("merge");
     assert_all_true(&app, &key, "price lowered by a merge").await;
+    // Moved to another category by a merge: its rows there alone, and its
+    // price with them.
+    let moved = with(
+        item("lv-1"),
+        &["category_path"],
+        json!(["Бытовая техника", "Кофеварки"]),
+    );
+    send(&app, &key, vec![moved]).await;
+    app.jobs().tick().await.expect("merge");
+    assert_all_true(&app, &key, "moved to another category by a merge").await;
+    let listed = |category: &'static str| {
+        let (app, key) = (&app, &key);
+        async move {
+            let query = "query($c: String!) { products(first: 100, filter: { category: $c }) {
+                nodes { externalId } } }";
+            let d = data(app, key, query, json!({ "c": category })).await;
+            let ids = d["products"]["nodes"].as_array().unwrap().iter();
+            ids.map(|n| n["externalId"].as_str().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(listed("Кофеварки").await, ["lv-1"]);
+    assert!(!listed("Чайники").await.contains(&"lv-1".to_owned()));
+    assert!(listed("бытовая техника").await.contains(&"lv-1".to_owned()));
+    let stats = json!({ "filter": { "category": "Кофеварки" }, "currency": "RUB" });
+    let got = answered(&data(&app, &key, STATS, stats).await["productStats"]);
+    assert_close(
+        &got,
+        &computed(vec![1000.0]),
+        "the moved product's category",
+    );
 
     // By hand, in SQL: the database keeps the levels, not the code. Prices
     // exactly on a level's bound, below the first bound, above the last;
@@ -389,6 +491,18 @@ async fn kept_price_levels_follow_every_write_whoever_makes_it() {
         "DELETE FROM current_prices \
             WHERE id IN (SELECT id FROM current_prices WHERE currency = 'RUB' ORDER BY price DESC LIMIT 2)",
         "DELETE FROM products WHERE id IN (SELECT id FROM products ORDER BY id LIMIT 5)",
+        // Category rows taken away, moved to another key and product, and
+        // added.
+        "DELETE FROM product_categories WHERE product_id IN \
+            (SELECT id FROM products ORDER BY id DESC LIMIT 3)",
+        "UPDATE product_categories SET category_key = 'moved by hand' \
+            WHERE product_id = (SELECT id FROM products ORDER BY id LIMIT 1) \
+            AND category_key = (SELECT MIN(category_key) FROM product_categories \
+                WHERE product_id = (SELECT id FROM products ORDER BY id LIMIT 1))",
+        "UPDATE product_categories SET product_id = (SELECT id FROM products ORDER BY id DESC LIMIT 1) \
+            WHERE category_key = 'moved by hand'",
+        "INSERT INTO product_categories (product_id, category_key, first_seen_at) \
+            SELECT id, 'added by hand', first_seen_at FROM products ORDER BY id LIMIT 4",
     ];
     for sql in by_hand {
         app.db.execute_unprepared(sql).await.expect(sql);
@@ -406,6 +520,7 @@ async fn kept_price_levels_follow_every_write_whoever_makes_it() {
     ] {
         app.db.execute_unprepared(sql).await.expect(sql);
         assert_levels_true(&app, sql).await;
+        assert_category_levels_true(&app, sql).await;
     }
     let gone = "DELETE FROM current_prices WHERE price < 0 OR price > 1e300";
     app.db.execute_unprepared(gone).await.expect(gone);
@@ -423,6 +538,7 @@ async fn statistics_from_the_kept_levels_cost_a_few_points() {
         json!({ "marketplace": "OZON", "trustStatus": "VERIFIED", "inStock": true }),
         json!({ "brand": "Redmond" }),
         json!({ "priceMin": 1 }),
+        json!({ "category": "Чайники" }),
     ] {
         let vars = json!({ "filter": filter, "currency": "RUB" });
         let (status, body) = post(&app, Some(&key), STATS, vars).await;
@@ -434,6 +550,10 @@ async fn statistics_from_the_kept_levels_cost_a_few_points() {
         );
     }
     assert_eq!(costs[0], costs[1], "{costs:?}");
+    assert_eq!(
+        costs[0], costs[4],
+        "a category reads its kept levels: {costs:?}"
+    );
     assert!(costs[0] <= 20, "{costs:?}");
     // Two walks of the lowest prices, at the floor of 100 points each.
     assert!(costs[2] >= 200 && costs[3] >= 200, "{costs:?}");
