@@ -80,8 +80,8 @@ impl QueryRoot {
     /// it: how many, the lowest, highest, mean and median (a brand's or a
     /// category's price level). A filter that names a currency must name
     /// this one. With no condition but a marketplace, a trust status and
-    /// `inStock`, it reads the kept price levels, whatever the catalog's
-    /// size (10 points); any other filter reads every matching product's
+    /// `inStock`, or but a category, it reads kept price levels, whatever
+    /// the catalog's size (10 points); any other filter reads every matching product's
     /// price: costed as two walks of the catalog's lowest prices, with the
     /// filter's own scans.
     #[graphql(complexity = "crate::graphql::cost::scans::product_stats(&filter)")]
