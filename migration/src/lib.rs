@@ -28,6 +28,7 @@ mod m20261205_000030_brand_counts;
 mod m20261206_000031_name_pairs;
 mod m20261207_000032_price_levels;
 mod m20261208_000033_category_price_levels;
+mod m20261209_000034_category_levels_by_price_columns;
 
 pub use m20261206_000031_name_pairs::NAME_PAIRS;
 pub use m20261207_000032_price_levels::{
@@ -105,6 +106,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000031_name_pairs::Migration),
             Box::new(m20261207_000032_price_levels::Migration),
             Box::new(m20261208_000033_category_price_levels::Migration),
+            Box::new(m20261209_000034_category_levels_by_price_columns::Migration),
         ]
     }
 }

@@ -17,6 +17,10 @@
 //! written or deleted does not matter. The levels and their bounds are
 //! migration 32's; so is the rule that the two unbounded levels keep no
 //! sum.
+//!
+//! Migration 34 keys the level rows by the lowest price's marketplace,
+//! trust status and stock too ([`Shape::ByPriceColumns`]), as `price_levels`
+//! is; the statements of both shapes are made here.
 
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::sea_orm::{ConnectionTrait, DbBackend};
@@ -26,28 +30,65 @@ use crate::m20261207_000032_price_levels::{level_of, level_table_types, summed};
 #[derive(DeriveMigrationName)]
 pub struct Migration;
 
-/// The kept columns a level row is keyed by, besides its level.
-const KEYS: &str = "category_key, currency";
-
-fn table(backend: DbBackend) -> String {
-    let (float, rows) = level_table_types(backend);
-    format!(
-        "CREATE TABLE category_price_levels (
-            category_key varchar NOT NULL,
-            currency varchar NOT NULL,
-            level integer NOT NULL,
-            n bigint NOT NULL,
-            total {float} NOT NULL,
-            PRIMARY KEY ({KEYS}, level)
-        ){rows}"
-    )
+/// The columns of a lowest price a level row is kept by, besides its
+/// category and level.
+#[derive(Clone, Copy)]
+pub(crate) enum Shape {
+    /// Migration 33's: the currency.
+    ByCurrency,
+    /// Migration 34's: the currency and the product columns `price_levels`
+    /// is kept by.
+    ByPriceColumns,
 }
 
-/// The pairs of a category row and a lowest price of one product, as
-/// columns `category_key`, `currency`, `price`.
+/// The shape the newest migration leaves.
+pub(crate) const LATEST: Shape = Shape::ByPriceColumns;
+
+impl Shape {
+    fn columns(self) -> &'static [&'static str] {
+        match self {
+            Shape::ByCurrency => &["currency"],
+            Shape::ByPriceColumns => &["currency", "marketplace", "trust_status", "in_stock"],
+        }
+    }
+
+    /// The level row's key, its level aside.
+    fn keys(self) -> String {
+        format!("category_key, {}", self.columns().join(", "))
+    }
+
+    fn table(self, backend: DbBackend) -> String {
+        let (float, rows) = level_table_types(backend);
+        let columns: String = self
+            .columns()
+            .iter()
+            .map(|c| {
+                let kind = if *c == "in_stock" {
+                    "boolean"
+                } else {
+                    "varchar"
+                };
+                format!("{c} {kind} NOT NULL,\n")
+            })
+            .collect();
+        format!(
+            "CREATE TABLE category_price_levels (
+                category_key varchar NOT NULL,
+                {columns}level integer NOT NULL,
+                n bigint NOT NULL,
+                total {float} NOT NULL,
+                PRIMARY KEY ({}, level)
+            ){rows}",
+            self.keys()
+        )
+    }
+}
+
+/// The pairs of a category row and a lowest price of one product.
 struct Pairs {
-    category_key: String,
-    currency: String,
+    /// What names the category row (`c`, `NEW` or `OLD`).
+    category: String,
+    /// What names the lowest price (`l`, `NEW` or `OLD`).
     price: String,
     /// The rows they come from (a `FROM` clause and its condition).
     from: String,
@@ -58,9 +99,8 @@ impl Pairs {
     /// or `OLD`), each with that price.
     fn of_price(row: &str) -> Pairs {
         Pairs {
-            category_key: "c.category_key".to_owned(),
-            currency: format!("{row}.currency"),
-            price: format!("{row}.price"),
+            category: "c".to_owned(),
+            price: row.to_owned(),
             from: format!("product_categories c WHERE c.product_id = {row}.product_id"),
         }
     }
@@ -69,9 +109,8 @@ impl Pairs {
     /// with that category.
     fn of_category(row: &str) -> Pairs {
         Pairs {
-            category_key: format!("{row}.category_key"),
-            currency: "l.currency".to_owned(),
-            price: "l.price".to_owned(),
+            category: row.to_owned(),
+            price: "l".to_owned(),
             from: format!("lowest_prices l WHERE l.product_id = {row}.product_id"),
         }
     }
@@ -79,64 +118,77 @@ impl Pairs {
     /// Every pair there is (the fill).
     fn all() -> Pairs {
         Pairs {
-            category_key: "c.category_key".to_owned(),
-            currency: "l.currency".to_owned(),
-            price: "l.price".to_owned(),
+            category: "c".to_owned(),
+            price: "l".to_owned(),
             from: "product_categories c JOIN lowest_prices l ON l.product_id = c.product_id \
                    WHERE true"
                 .to_owned(),
         }
     }
 
-    /// Their count and sum per level row, times `sign`.
-    fn per_level(&self, sign: i32) -> String {
+    /// Their count and sum per level row of `shape`, times `sign`.
+    fn per_level(&self, shape: Shape, sign: i32) -> String {
         let Pairs {
-            category_key,
-            currency,
+            category,
             price,
             from,
         } = self;
+        let columns: String = shape
+            .columns()
+            .iter()
+            .map(|c| format!("{price}.{c} AS {c}, "))
+            .collect();
+        let keys = shape.keys();
         format!(
-            "SELECT category_key, currency, level, {sign} * COUNT(*), {sign} * SUM({})
-            FROM (SELECT {category_key} AS category_key, {currency} AS currency,
-                    {price} AS price, {} AS level
+            "SELECT {keys}, level, {sign} * COUNT(*), {sign} * SUM({})
+            FROM (SELECT {category}.category_key AS category_key, {columns}
+                    {price}.price AS price, {} AS level
                 FROM {from}) AS leveled
             WHERE true
-            GROUP BY category_key, currency, level",
+            GROUP BY {keys}, level",
             summed("price", "level"),
-            level_of(price)
+            level_of(&format!("{price}.price"))
         )
     }
 
     /// The upsert that adds `sign` (1 or -1) times these pairs to their
     /// level rows; `this` qualifies the level row's own columns
     /// (PostgreSQL needs it, SQLite refuses it in a trigger).
-    fn add(&self, this: &str, sign: i32) -> String {
+    fn add(&self, shape: Shape, this: &str, sign: i32) -> String {
+        let keys = shape.keys();
         format!(
-            "INSERT INTO category_price_levels ({KEYS}, level, n, total)
+            "INSERT INTO category_price_levels ({keys}, level, n, total)
             {}
-            ON CONFLICT ({KEYS}, level) DO UPDATE
+            ON CONFLICT ({keys}, level) DO UPDATE
             SET n = {this}n + excluded.n,
                 total = CASE WHEN {this}n + excluded.n = 0 THEN 0
                     ELSE {this}total + excluded.total END;",
-            self.per_level(sign)
+            self.per_level(shape, sign)
         )
     }
 }
 
-/// The level rows of every pair there is.
+/// The level rows of every pair there is, in the newest shape.
 pub fn backfill() -> String {
+    fill(LATEST)
+}
+
+fn fill(shape: Shape) -> String {
     format!(
-        "INSERT INTO category_price_levels ({KEYS}, level, n, total) {}",
-        Pairs::all().per_level(1)
+        "INSERT INTO category_price_levels ({}, level, n, total) {}",
+        shape.keys(),
+        Pairs::all().per_level(shape, 1)
     )
 }
 
-/// A lowest price moved to another level row: its price, currency or
-/// product changed.
-fn price_moved(distinct: &str) -> String {
-    ["price", "currency", "product_id"]
+/// A lowest price moved to another level row: its price, its product or
+/// a column of `shape` changed.
+fn price_moved(shape: Shape, distinct: &str) -> String {
+    ["price", "product_id"]
+        .iter()
+        .chain(shape.columns())
         .map(|c| format!("OLD.{c} {distinct} NEW.{c}"))
+        .collect::<Vec<_>>()
         .join(" OR ")
 }
 
@@ -149,7 +201,7 @@ fn category_moved(distinct: &str) -> String {
 
 const PG_THIS: &str = "category_price_levels.";
 
-fn postgres() -> Vec<String> {
+fn postgres(shape: Shape) -> Vec<String> {
     let function = |name: &str, pairs: fn(&str) -> Pairs| {
         format!(
             "CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -158,8 +210,8 @@ fn postgres() -> Vec<String> {
                 IF TG_OP <> 'DELETE' THEN {} END IF;
                 RETURN NULL;
             END $$",
-            pairs("OLD").add(PG_THIS, -1),
-            pairs("NEW").add(PG_THIS, 1)
+            pairs("OLD").add(shape, PG_THIS, -1),
+            pairs("NEW").add(shape, PG_THIS, 1)
         )
     };
     let mut statements = vec![
@@ -174,7 +226,7 @@ fn postgres() -> Vec<String> {
             "lowest_prices",
             "price",
             "category_price_levels_price",
-            price_moved("IS DISTINCT FROM"),
+            price_moved(shape, "IS DISTINCT FROM"),
         ),
         (
             "product_categories",
@@ -209,6 +261,7 @@ fn postgres() -> Vec<String> {
 /// The SQLite triggers on `table` that keep the level rows of `pairs`,
 /// by name and statement.
 fn sqlite_triggers(
+    shape: Shape,
     table: &str,
     suffix: &str,
     pairs: fn(&str) -> Pairs,
@@ -220,100 +273,117 @@ fn sqlite_triggers(
             format!("{name}_insert"),
             format!(
                 "CREATE TRIGGER {name}_insert AFTER INSERT ON {table} BEGIN {} END",
-                pairs("NEW").add("", 1)
+                pairs("NEW").add(shape, "", 1)
             ),
         ),
         (
             format!("{name}_update"),
             format!(
                 "CREATE TRIGGER {name}_update AFTER UPDATE ON {table} WHEN {moved} BEGIN {} {} END",
-                pairs("OLD").add("", -1),
-                pairs("NEW").add("", 1)
+                pairs("OLD").add(shape, "", -1),
+                pairs("NEW").add(shape, "", 1)
             ),
         ),
         (
             format!("{name}_delete"),
             format!(
                 "CREATE TRIGGER {name}_delete AFTER DELETE ON {table} BEGIN {} END",
-                pairs("OLD").add("", -1)
+                pairs("OLD").add(shape, "", -1)
             ),
         ),
     ]
 }
 
-/// The SQLite triggers on `lowest_prices` that keep the category levels,
-/// by name and statement (a bulk fill of `lowest_prices` drops and makes
-/// them again, as migration 32's).
+/// The SQLite triggers on `lowest_prices` that keep the category levels
+/// (of the newest shape), by name and statement (a bulk fill of
+/// `lowest_prices` drops and makes them again, as migration 32's).
 pub fn sqlite_price_triggers() -> [(String, String); 3] {
+    price_triggers(LATEST)
+}
+
+fn price_triggers(shape: Shape) -> [(String, String); 3] {
     sqlite_triggers(
+        shape,
         "lowest_prices",
         "price",
         Pairs::of_price,
-        price_moved("IS NOT"),
+        price_moved(shape, "IS NOT"),
     )
 }
 
-fn sqlite() -> Vec<String> {
+fn sqlite(shape: Shape) -> Vec<String> {
     let on_categories = sqlite_triggers(
+        shape,
         "product_categories",
         "category",
         Pairs::of_category,
         category_moved("IS NOT"),
     );
-    sqlite_price_triggers()
+    price_triggers(shape)
         .into_iter()
         .chain(on_categories)
         .map(|(_, create)| create)
         .collect()
 }
 
+/// Makes the level table of `shape`, fills it, and makes its triggers.
+pub(crate) async fn create(manager: &SchemaManager<'_>, shape: Shape) -> Result<(), DbErr> {
+    let backend = manager.get_database_backend();
+    let db = manager.get_connection();
+    db.execute_unprepared(&shape.table(backend)).await?;
+    db.execute_unprepared(&fill(shape)).await?;
+    let triggers = match backend {
+        DbBackend::Postgres => postgres(shape),
+        _ => sqlite(shape),
+    };
+    for sql in triggers {
+        db.execute_unprepared(&sql).await?;
+    }
+    Ok(())
+}
+
+/// Drops the level table, its triggers and their functions, whatever its
+/// shape.
+pub(crate) async fn drop(manager: &SchemaManager<'_>) -> Result<(), DbErr> {
+    let backend = manager.get_database_backend();
+    let db = manager.get_connection();
+    for (table, suffix) in [
+        ("lowest_prices", "price"),
+        ("product_categories", "category"),
+    ] {
+        let kinds: &[&str] = match backend {
+            DbBackend::Postgres => &["insert", "update", "delete", "truncate"],
+            _ => &["insert", "update", "delete"],
+        };
+        for kind in kinds {
+            let on = match backend {
+                DbBackend::Postgres => format!(" ON {table}"),
+                _ => String::new(),
+            };
+            db.execute_unprepared(&format!(
+                "DROP TRIGGER category_price_levels_{suffix}_{kind}{on}"
+            ))
+            .await?;
+        }
+    }
+    if backend == DbBackend::Postgres {
+        for function in ["price", "category", "clear"] {
+            db.execute_unprepared(&format!("DROP FUNCTION category_price_levels_{function}()"))
+                .await?;
+        }
+    }
+    db.execute_unprepared("DROP TABLE category_price_levels")
+        .await?;
+    Ok(())
+}
+
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        let backend = manager.get_database_backend();
-        let db = manager.get_connection();
-        db.execute_unprepared(&table(backend)).await?;
-        db.execute_unprepared(&backfill()).await?;
-        let triggers = match backend {
-            DbBackend::Postgres => postgres(),
-            _ => sqlite(),
-        };
-        for sql in triggers {
-            db.execute_unprepared(&sql).await?;
-        }
-        Ok(())
+        create(manager, Shape::ByCurrency).await
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        let backend = manager.get_database_backend();
-        let db = manager.get_connection();
-        for (table, suffix) in [
-            ("lowest_prices", "price"),
-            ("product_categories", "category"),
-        ] {
-            let kinds: &[&str] = match backend {
-                DbBackend::Postgres => &["insert", "update", "delete", "truncate"],
-                _ => &["insert", "update", "delete"],
-            };
-            for kind in kinds {
-                let on = match backend {
-                    DbBackend::Postgres => format!(" ON {table}"),
-                    _ => String::new(),
-                };
-                db.execute_unprepared(&format!(
-                    "DROP TRIGGER category_price_levels_{suffix}_{kind}{on}"
-                ))
-                .await?;
-            }
-        }
-        if backend == DbBackend::Postgres {
-            for function in ["price", "category", "clear"] {
-                db.execute_unprepared(&format!("DROP FUNCTION category_price_levels_{function}()"))
-                    .await?;
-            }
-        }
-        db.execute_unprepared("DROP TABLE category_price_levels")
-            .await?;
-        Ok(())
+        drop(manager).await
     }
 }

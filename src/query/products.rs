@@ -315,13 +315,7 @@ impl ProductFilter {
         if !elsewhere.product_condition().is_empty() {
             return None;
         }
-        let members = given(&self.category).map(|category| {
-            Query::select()
-                .column(product_category::Column::ProductId)
-                .from(product_category::Entity)
-                .and_where(product_category::Column::CategoryKey.eq(text::fold(category)))
-                .to_owned()
-        });
+        let members = given(&self.category).map(category_members);
         Some(
             self.price_row()
                 .add_option(self.marketplace.map(|m| Column::Marketplace.eq(m)))
@@ -435,11 +429,7 @@ impl ProductFilter {
     pub(super) fn matching_ids(&self) -> SelectStatement {
         match given(&self.category) {
             Some(category) if self.condition(PriceRow::Exists).is_empty() => {
-                product_category::Entity::find()
-                    .select_only()
-                    .column(product_category::Column::ProductId)
-                    .filter(product_category::Column::CategoryKey.eq(text::fold(category)))
-                    .into_query()
+                category_members(category)
             }
             _ => self
                 .matching()
@@ -471,6 +461,16 @@ impl ProductFilter {
         }
         ids.offset(skip).limit(limit).to_owned()
     }
+}
+
+/// The ids of the products in `category` (any level of their path, in any
+/// language), from its index rows alone.
+fn category_members(category: &str) -> SelectStatement {
+    Query::select()
+        .column(product_category::Column::ProductId)
+        .from(product_category::Entity)
+        .and_where(product_category::Column::CategoryKey.eq(text::fold(category)))
+        .to_owned()
 }
 
 /// `column`'s value, written so that no index yields it in order. A name

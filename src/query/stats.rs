@@ -5,7 +5,7 @@
 //!
 //! A filter of no more than a marketplace, a trust status and stock is
 //! answered from the kept price levels (`price_levels`, see its
-//! migration), a filter of a category alone from its own
+//! migration), and with a category from the category's own
 //! (`category_price_levels`): their counts and sums give the count and the mean, and
 //! each order statistic (lowest, median, highest) is read at its rank
 //! within the one level that holds it: a walk of at most half a level (a
@@ -128,13 +128,14 @@ struct Level {
     total: f64,
 }
 
-/// The kept level rows that answer a filter, and what they are kept by.
-enum KeptLevels<'a> {
-    /// `price_levels`: a filter of no more than a currency, a marketplace,
-    /// a trust status and stock, the columns its rows are kept by.
-    Catalog(&'a ProductFilter),
-    /// `category_price_levels`: a currency and a category (its key).
-    Category { currency: &'a str, key: String },
+/// The kept level rows that answer a filter of no more than a currency, a
+/// marketplace, a trust status, stock and a category: `price_levels`, kept
+/// by the first four, or with a category `category_price_levels`, kept by
+/// them and the category's key.
+struct KeptLevels<'a> {
+    filter: &'a ProductFilter,
+    /// The category's key, when the filter names one.
+    category: Option<String>,
 }
 
 impl<'a> KeptLevels<'a> {
@@ -150,49 +151,38 @@ impl<'a> KeptLevels<'a> {
                 *field != "currency" && value.as_deref().is_some_and(|v| !v.is_empty())
             })
             .map(|(field, value)| (field, value.as_deref().unwrap_or_default()));
-        let broad = filter.marketplace.is_some() || filter.trust_status.is_some();
-        match (texts.next(), texts.next()) {
-            (None, _) => Some(KeptLevels::Catalog(filter)),
-            (Some(("category", category)), None) if !broad && filter.in_stock.is_none() => {
-                Some(KeptLevels::Category {
-                    currency: filter.currency.as_deref().unwrap_or_default(),
-                    key: crate::text::fold(category),
-                })
-            }
-            _ => None,
-        }
+        let category = match (texts.next(), texts.next()) {
+            (None, _) => None,
+            (Some(("category", category)), None) => Some(crate::text::fold(category)),
+            _ => return None,
+        };
+        Some(KeptLevels { filter, category })
     }
 
     /// The table of the level rows.
     fn table(&self) -> Alias {
-        Alias::new(match self {
-            KeptLevels::Catalog(_) => "price_levels",
-            KeptLevels::Category { .. } => "category_price_levels",
+        Alias::new(match self.category {
+            None => "price_levels",
+            Some(_) => "category_price_levels",
         })
     }
 
-    /// Keeps the level rows of this filter, on `table`: the level rows
+    /// Keeps the rows of `table` this filter's columns name: the level rows
     /// themselves, or the lowest prices they count (both carry a currency,
-    /// the catalog's also a marketplace, a trust status and stock).
+    /// a marketplace, a trust status and stock).
     fn filter(&self, select: &mut SelectStatement, table: Alias) {
         let column = |name: &str| Expr::col((table.clone(), Alias::new(name)));
-        match self {
-            KeptLevels::Catalog(filter) => {
-                let currency = filter.currency.as_deref().unwrap_or_default();
-                select.and_where(column("currency").eq(currency));
-                if let Some(marketplace) = filter.marketplace {
-                    select.and_where(column("marketplace").eq(marketplace.as_str()));
-                }
-                if let Some(status) = filter.trust_status {
-                    select.and_where(column("trust_status").eq(status.as_str()));
-                }
-                if let Some(stocked) = filter.in_stock {
-                    select.and_where(column("in_stock").eq(stocked));
-                }
-            }
-            KeptLevels::Category { currency, .. } => {
-                select.and_where(column("currency").eq(*currency));
-            }
+        let filter = self.filter;
+        let currency = filter.currency.as_deref().unwrap_or_default();
+        select.and_where(column("currency").eq(currency));
+        if let Some(marketplace) = filter.marketplace {
+            select.and_where(column("marketplace").eq(marketplace.as_str()));
+        }
+        if let Some(status) = filter.trust_status {
+            select.and_where(column("trust_status").eq(status.as_str()));
+        }
+        if let Some(stocked) = filter.in_stock {
+            select.and_where(column("in_stock").eq(stocked));
         }
     }
 
@@ -203,7 +193,7 @@ impl<'a> KeptLevels<'a> {
     fn filter_prices(&self, select: &mut SelectStatement) {
         let table = Alias::new("lowest_prices");
         self.filter(select, table.clone());
-        if let KeptLevels::Category { key, .. } = self {
+        if let Some(key) = &self.category {
             use product_category::Column;
             let member = Query::select()
                 .expr(Expr::val(1))
@@ -224,7 +214,7 @@ impl<'a> KeptLevels<'a> {
     fn filter_levels(&self, select: &mut SelectStatement) {
         let table = self.table();
         self.filter(select, table.clone());
-        if let KeptLevels::Category { key, .. } = self {
+        if let Some(key) = &self.category {
             select.and_where(Expr::col((table, Alias::new("category_key"))).eq(key.as_str()));
         }
     }

@@ -271,13 +271,7 @@ fn level_cases() -> Vec<(Value, &'static str, Test)> {
 async fn assert_levels_true(app: &TestApp, step: &str) {
     type Key = (String, String, String, bool, i32);
     let bounds = Bounds::read(app).await;
-    let products: HashMap<Uuid, product::Model> = product::Entity::find()
-        .all(&app.db)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|p| (p.id, p))
-        .collect();
+    let products = products_by_id(app).await;
     let mut want: BTreeMap<Key, (i64, f64)> = BTreeMap::new();
     for ((id, currency), (price, stocked)) in lowest(app).await {
         let p = &products[&id];
@@ -313,30 +307,46 @@ async fn assert_levels_true(app: &TestApp, step: &str) {
 }
 
 /// The kept `category_price_levels` rows that count anything, against the
-/// same computed here from the category rows, the current prices and the
-/// level bounds: `(category, currency, level)` -> `(count, sum)`.
+/// same computed here from the category rows, the current prices, the
+/// products and the level bounds: `(category, currency, marketplace, trust
+/// status, in stock, level)` -> `(count, sum)`.
 async fn assert_category_levels_true(app: &TestApp, step: &str) {
-    type Key = (String, String, i32);
+    type Key = (String, String, String, String, bool, i32);
     let bounds = Bounds::read(app).await;
-    let mut prices: HashMap<Uuid, Vec<(String, f64)>> = HashMap::new();
-    for ((id, currency), (price, _)) in lowest(app).await {
-        prices.entry(id).or_default().push((currency, price));
+    let products = products_by_id(app).await;
+    let mut prices: HashMap<Uuid, Vec<(String, f64, bool)>> = HashMap::new();
+    for ((id, currency), (price, stocked)) in lowest(app).await {
+        prices
+            .entry(id)
+            .or_default()
+            .push((currency, price, stocked));
     }
     let mut want: BTreeMap<Key, (i64, f64)> = BTreeMap::new();
     for row in product_category::Entity::find().all(&app.db).await.unwrap() {
-        for (currency, price) in prices.get(&row.product_id).into_iter().flatten() {
+        for (currency, price, stocked) in prices.get(&row.product_id).into_iter().flatten() {
+            let p = &products[&row.product_id];
             let level = bounds.level_of(*price);
-            let key = (row.category_key.clone(), currency.clone(), level);
+            let key = (
+                row.category_key.clone(),
+                currency.clone(),
+                p.marketplace.as_str().to_owned(),
+                p.trust_status.as_str().to_owned(),
+                *stocked,
+                level,
+            );
             bounds.count(want.entry(key).or_default(), level, *price);
         }
     }
     let mut got: BTreeMap<Key, (i64, f64)> = BTreeMap::new();
-    let kept = "SELECT category_key, currency, level, n, total \
-        FROM category_price_levels WHERE n <> 0";
+    let kept = "SELECT category_key, currency, marketplace, trust_status, in_stock, level, \
+        n, total FROM category_price_levels WHERE n <> 0";
     for row in rows(app, kept).await.unwrap() {
         let key = (
             row.try_get("", "category_key").unwrap(),
             row.try_get("", "currency").unwrap(),
+            row.try_get("", "marketplace").unwrap(),
+            row.try_get("", "trust_status").unwrap(),
+            row.try_get("", "in_stock").unwrap(),
             row.try_get("", "level").unwrap(),
         );
         let kept = (
@@ -346,6 +356,16 @@ async fn assert_category_levels_true(app: &TestApp, step: &str) {
         got.insert(key, kept);
     }
     assert_same_levels(&got, &want, &format!("{step} (categories)"));
+}
+
+async fn products_by_id(app: &TestApp) -> HashMap<Uuid, product::Model> {
+    product::Entity::find()
+        .all(&app.db)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| (p.id, p))
+        .collect()
 }
 
 async fn rows(app: &TestApp, sql: &str) -> Result<Vec<sea_orm::QueryResult>, sea_orm::DbErr> {
@@ -415,10 +435,21 @@ async fn assert_all_true(app: &TestApp, key: &str, step: &str) {
     let lowest = lowest(app).await;
     let mut cases = level_cases();
     let (category, members) = largest_category(app).await;
+    let also = members.clone();
     cases.push((
         json!({ "category": category }),
         "RUB",
         Box::new(move |p, _, _| members.contains(&p.id)),
+    ));
+    cases.push((
+        json!({ "category": category, "marketplace": "OZON", "trustStatus": "VERIFIED", "inStock": true }),
+        "RUB",
+        Box::new(move |p, _, stocked| {
+            stocked
+                && also.contains(&p.id)
+                && p.marketplace == Marketplace::Ozon
+                && p.trust_status == TrustStatus::Verified
+        }),
     ));
     assert_cases(app, key, &products, &lowest, cases).await;
 }
@@ -471,8 +502,8 @@ async fn kept_price_levels_follow_every_write_whoever_makes_it() {
 
     // By hand, in SQL: the database keeps the levels, not the code. Prices
     // exactly on a level's bound, below the first bound, above the last;
-    // stock lost; prices crowded into one level; a product's trust status;
-    // a price and products deleted.
+    // stock lost; prices crowded into one level; products' trust status
+    // and marketplace; a price and products deleted.
     let by_hand = [
         "UPDATE current_prices SET price = (SELECT low FROM price_level_bounds WHERE level = 300) \
             WHERE id IN (SELECT id FROM current_prices WHERE currency = 'RUB' ORDER BY id LIMIT 3)",
@@ -488,6 +519,8 @@ async fn kept_price_levels_follow_every_write_whoever_makes_it() {
             WHERE currency = 'RUB' AND price > 1",
         "UPDATE products SET trust_status = 'verified' \
             WHERE id IN (SELECT id FROM products WHERE trust_status <> 'verified' ORDER BY id LIMIT 4)",
+        "UPDATE products SET marketplace = 'ozon' \
+            WHERE id IN (SELECT id FROM products WHERE marketplace <> 'ozon' ORDER BY id DESC LIMIT 4)",
         "DELETE FROM current_prices \
             WHERE id IN (SELECT id FROM current_prices WHERE currency = 'RUB' ORDER BY price DESC LIMIT 2)",
         "DELETE FROM products WHERE id IN (SELECT id FROM products ORDER BY id LIMIT 5)",
@@ -539,6 +572,7 @@ async fn statistics_from_the_kept_levels_cost_a_few_points() {
         json!({ "brand": "Redmond" }),
         json!({ "priceMin": 1 }),
         json!({ "category": "Чайники" }),
+        json!({ "category": "Чайники", "marketplace": "OZON", "inStock": false }),
     ] {
         let vars = json!({ "filter": filter, "currency": "RUB" });
         let (status, body) = post(&app, Some(&key), STATS, vars).await;
@@ -551,8 +585,9 @@ async fn statistics_from_the_kept_levels_cost_a_few_points() {
     }
     assert_eq!(costs[0], costs[1], "{costs:?}");
     assert_eq!(
-        costs[0], costs[4],
-        "a category reads its kept levels: {costs:?}"
+        [costs[0], costs[0]],
+        [costs[4], costs[5]],
+        "a category, with a marketplace and stock too, reads its kept levels: {costs:?}"
     );
     assert!(costs[0] <= 20, "{costs:?}");
     // Two walks of the lowest prices, at the floor of 100 points each.

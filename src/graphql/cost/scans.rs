@@ -26,7 +26,7 @@
 //!   [`ROWS_PER_POINT`] products of the catalog (between the same floor
 //!   and ceiling), once per list that has one;
 //! - `productStats` whose filter has nothing but a marketplace, a trust
-//!   status and stock reads the kept price levels (`query::stats`):
+//!   status, stock and a category reads the kept price levels (`query::stats`):
 //!   [`KEPT_STATS`] points, whatever the catalog;
 //! - a trend (`priceIndex`, `priceMovers`) reads the history of every
 //!   product its filter matches, which may be the whole catalog's: one
@@ -231,7 +231,7 @@ pub fn price_series(child: usize) -> usize {
 }
 
 /// `productStats(filter)`: with no condition but a marketplace, a trust
-/// status and stock, [`KEPT_STATS`] (`query::stats` reads the kept price
+/// status, stock and a category, [`KEPT_STATS`] (`query::stats` reads the kept price
 /// levels); else its filter's scans, and two walks of the matching
 /// products' lowest prices (the aggregates, then the median's).
 pub fn product_stats(filter: &Option<ProductFilter>) -> usize {

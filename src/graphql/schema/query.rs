@@ -79,8 +79,8 @@ impl QueryRoot {
     /// current price in `currency`, over each one's lowest current price in
     /// it: how many, the lowest, highest, mean and median (a brand's or a
     /// category's price level). A filter that names a currency must name
-    /// this one. With no condition but a marketplace, a trust status and
-    /// `inStock`, or but a category, it reads kept price levels, whatever
+    /// this one. With no condition but a marketplace, a trust status,
+    /// `inStock` and a category, it reads kept price levels, whatever
     /// the catalog's size (10 points); any other filter reads every matching product's
     /// price: costed as two walks of the catalog's lowest prices, with the
     /// filter's own scans.
