@@ -82,8 +82,10 @@ pub fn too_many_buckets(most: u64) -> QueryError {
     ))
 }
 
-/// The text of a bucket's first instant, `YYYY-MM-DDTHH:MM:SS` in UTC, from
-/// `recorded_at`.
+/// A bucket's first instant, from `recorded_at`: what observations are
+/// grouped and ordered by. PostgreSQL keeps it a timestamp (text would be
+/// compared by collation, and formatted for every observation), SQLite
+/// the text [`bucket_text`] reads.
 fn bucket_start(backend: DbBackend, bucket: TimeBucket) -> String {
     match backend {
         DbBackend::Postgres => {
@@ -93,10 +95,7 @@ fn bucket_start(backend: DbBackend, bucket: TimeBucket) -> String {
                 TimeBucket::Week => "week",
                 TimeBucket::Month => "month",
             };
-            format!(
-                "to_char(date_trunc('{unit}', recorded_at AT TIME ZONE 'UTC'), \
-                 'YYYY-MM-DD\"T\"HH24:MI:SS')"
-            )
+            format!("date_trunc('{unit}', recorded_at AT TIME ZONE 'UTC')")
         }
         // SQLite reads the stored offset and answers in UTC.
         _ => match bucket {
@@ -110,6 +109,15 @@ fn bucket_start(backend: DbBackend, bucket: TimeBucket) -> String {
         }
         .to_owned(),
     }
+}
+
+/// The column `bucket` (a [`bucket_start`]) as the text
+/// `YYYY-MM-DDTHH:MM:SS` in UTC, once per bucket.
+fn bucket_text(backend: DbBackend) -> Expr {
+    Expr::cust(match backend {
+        DbBackend::Postgres => "to_char(bucket, 'YYYY-MM-DD\"T\"HH24:MI:SS')",
+        _ => "bucket",
+    })
 }
 
 /// One bucket's figures, as the statements below name them.
@@ -151,22 +159,22 @@ struct Row {
 fn product_buckets(backend: DbBackend, products: Expr, args: &SeriesArgs) -> SelectStatement {
     use price_observation::Column;
     let bucket = bucket_start(backend, args.bucket);
-    let partition = format!("PARTITION BY product_id, {bucket}");
+    // One window for both ends, so the rows are sorted once.
+    let window = format!(
+        "OVER (PARTITION BY product_id, {bucket} ORDER BY recorded_at, id \
+         ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)"
+    );
     let mut observed = Query::select();
     observed
         .column(Column::ProductId)
         .column(Column::Price)
         .expr_as(Expr::cust(bucket.clone()), Alias::new("bucket"))
         .expr_as(
-            Expr::cust(format!(
-                "FIRST_VALUE(price) OVER ({partition} ORDER BY recorded_at, id)"
-            )),
+            Expr::cust(format!("FIRST_VALUE(price) {window}")),
             Alias::new("first_price"),
         )
         .expr_as(
-            Expr::cust(format!(
-                "FIRST_VALUE(price) OVER ({partition} ORDER BY recorded_at DESC, id DESC)"
-            )),
+            Expr::cust(format!("LAST_VALUE(price) {window}")),
             Alias::new("last_price"),
         )
         .from(price_observation::Entity)
@@ -218,7 +226,8 @@ pub async fn series(
         Alias::new("nth"),
     );
     let mut kept = Query::select();
-    kept.columns(FIGURES.map(Alias::new))
+    kept.expr_as(bucket_text(backend), Alias::new("bucket"))
+        .columns(FIGURES.map(Alias::new))
         .column(Alias::new("product_id"))
         .from_subquery(buckets, Alias::new("buckets"))
         .and_where(Expr::col(Alias::new("nth")).lte(one_past(most)))
@@ -237,8 +246,8 @@ pub async fn series(
     Ok(out)
 }
 
-/// The columns of a [`Bucketed`].
-const FIGURES: [&str; 7] = ["bucket", "n", "low", "high", "mean", "open", "close"];
+/// The columns of a [`Bucketed`] but its bucket.
+const FIGURES: [&str; 6] = ["n", "low", "high", "mean", "open", "close"];
 
 /// The price index of the products `filter` matches that have a current
 /// price in the currency of `args` (as `productStats` counts them): per
@@ -257,7 +266,7 @@ pub async fn price_index(
     let backend = db.get_database_backend();
     let products = price_observation::Column::ProductId.in_subquery(filter.priced_ids());
     let per_bucket = Query::select()
-        .column(Alias::new("bucket"))
+        .expr_as(bucket_text(backend), Alias::new("bucket"))
         .expr_as(Expr::cust("COUNT(*)"), Alias::new("n"))
         .expr_as(Expr::cust("MIN(low)"), Alias::new("low"))
         .expr_as(Expr::cust("MAX(high)"), Alias::new("high"))
