@@ -101,6 +101,17 @@ impl Condition {
         }
     }
 
+    /// `304 Not Modified` when the client holds the answer tagged `tag`
+    /// already, with the headers of that answer's `headers` once
+    /// [`mark`]ed.
+    pub fn not_modified(&self, headers: &HeaderMap, tag: &ETag) -> Option<Response> {
+        self.holds(tag).then(|| {
+            let mut marked = headers.clone();
+            mark(&mut marked, tag.clone());
+            not_modified(&marked)
+        })
+    }
+
     /// Whether the client holds the answer tagged `tag` already: `*`, or
     /// a tag of the list equal to it by the weak comparison (RFC 9110
     /// 8.8.3.2), which `If-None-Match` uses.
@@ -167,11 +178,7 @@ pub fn not_modified(marked: &HeaderMap) -> Response {
 /// that must decide before they finish, such as before they charge the
 /// quota.
 pub fn not_modified_if_fresh(request: &HeaderMap, tag: &ETag) -> Option<Response> {
-    Condition::of(request).holds(tag).then(|| {
-        let mut marked = HeaderMap::new();
-        mark(&mut marked, tag.clone());
-        not_modified(&marked)
-    })
+    Condition::of(request).not_modified(&HeaderMap::new(), tag)
 }
 
 /// Middleware for GET routes: tags every 200 (hashing its body unless the
@@ -194,12 +201,11 @@ pub async fn revalidate(request: Request, next: Next) -> Response {
     let Some(tag) = tag else {
         return Response::from_parts(parts, body);
     };
-    let fresh = condition.holds(&tag);
-    mark(&mut parts.headers, tag);
-    match fresh {
-        true => not_modified(&parts.headers),
-        false => Response::from_parts(parts, body),
+    if let Some(fresh) = condition.not_modified(&parts.headers, &tag) {
+        return fresh;
     }
+    mark(&mut parts.headers, tag);
+    Response::from_parts(parts, body)
 }
 
 #[cfg(test)]

@@ -118,10 +118,5 @@ fn not_modified_if_held(
     let tag = kept
         .typed_get::<ETag>()
         .filter(|_| status == StatusCode::OK)?;
-    if !conditional::Condition::of(request).holds(&tag) {
-        return None;
-    }
-    let mut marked = kept.clone();
-    conditional::mark(&mut marked, tag);
-    Some(conditional::not_modified(&marked))
+    conditional::Condition::of(request).not_modified(kept, &tag)
 }
