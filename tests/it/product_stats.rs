@@ -264,15 +264,51 @@ fn level_cases() -> Vec<(Value, &'static str, Test)> {
     ]
 }
 
+/// A level row's key past its category: currency, marketplace, trust
+/// status, in stock, level.
+type LevelKey = (String, String, String, bool, i32);
+/// Level rows by category key (empty for `price_levels`) and
+/// [`LevelKey`]: `(count, sum)`.
+type Levels = BTreeMap<(String, LevelKey), (i64, f64)>;
+
 /// The kept `price_levels` rows that count anything, against the same
 /// computed here from the current prices, the products and the level
-/// bounds: `(currency, marketplace, trust status, in stock, level)` ->
-/// `(count, sum)`.
+/// bounds.
 async fn assert_levels_true(app: &TestApp, step: &str) {
-    type Key = (String, String, String, bool, i32);
     let bounds = Bounds::read(app).await;
+    let mut want = Levels::new();
+    for (_, keyed) in priced_keys(app, &bounds).await {
+        for (key, price) in keyed {
+            let level = key.4;
+            bounds.count(want.entry((String::new(), key)).or_default(), level, price);
+        }
+    }
+    let got = kept_levels(app, "price_levels", "''").await;
+    assert_same_levels(&got, &want, step);
+}
+
+/// The kept `category_price_levels` rows that count anything, against the
+/// same computed here from the category rows, the current prices, the
+/// products and the level bounds.
+async fn assert_category_levels_true(app: &TestApp, step: &str) {
+    let bounds = Bounds::read(app).await;
+    let priced = priced_keys(app, &bounds).await;
+    let mut want = Levels::new();
+    for row in product_category::Entity::find().all(&app.db).await.unwrap() {
+        for (key, price) in priced.get(&row.product_id).into_iter().flatten() {
+            let entry = want.entry((row.category_key.clone(), key.clone()));
+            bounds.count(entry.or_default(), key.4, *price);
+        }
+    }
+    let got = kept_levels(app, "category_price_levels", "category_key").await;
+    assert_same_levels(&got, &want, &format!("{step} (categories)"));
+}
+
+/// Each product's lowest prices with the [`LevelKey`] each counts under,
+/// computed from the current prices and the products.
+async fn priced_keys(app: &TestApp, bounds: &Bounds) -> HashMap<Uuid, Vec<(LevelKey, f64)>> {
     let products = products_by_id(app).await;
-    let mut want: BTreeMap<Key, (i64, f64)> = BTreeMap::new();
+    let mut priced: HashMap<Uuid, Vec<(LevelKey, f64)>> = HashMap::new();
     for ((id, currency), (price, stocked)) in lowest(app).await {
         let p = &products[&id];
         let key = (
@@ -282,80 +318,35 @@ async fn assert_levels_true(app: &TestApp, step: &str) {
             stocked,
             bounds.level_of(price),
         );
-        bounds.count(want.entry(key.clone()).or_default(), key.4, price);
+        priced.entry(id).or_default().push((key, price));
     }
-    let mut got: BTreeMap<Key, (i64, f64)> = BTreeMap::new();
-    let kept = "SELECT currency, marketplace, trust_status, in_stock, level, n, total \
-        FROM price_levels WHERE n <> 0";
-    for row in rows(app, kept).await.unwrap() {
-        let key = (
-            row.try_get("", "currency").unwrap(),
-            row.try_get("", "marketplace").unwrap(),
-            row.try_get("", "trust_status").unwrap(),
-            row.try_get("", "in_stock").unwrap(),
-            row.try_get("", "level").unwrap(),
-        );
-        got.insert(
-            key,
-            (
-                row.try_get("", "n").unwrap(),
-                row.try_get("", "total").unwrap(),
-            ),
-        );
-    }
-    assert_same_levels(&got, &want, step);
+    priced
 }
 
-/// The kept `category_price_levels` rows that count anything, against the
-/// same computed here from the category rows, the current prices, the
-/// products and the level bounds: `(category, currency, marketplace, trust
-/// status, in stock, level)` -> `(count, sum)`.
-async fn assert_category_levels_true(app: &TestApp, step: &str) {
-    type Key = (String, String, String, String, bool, i32);
-    let bounds = Bounds::read(app).await;
-    let products = products_by_id(app).await;
-    let mut prices: HashMap<Uuid, Vec<(String, f64, bool)>> = HashMap::new();
-    for ((id, currency), (price, stocked)) in lowest(app).await {
-        prices
-            .entry(id)
-            .or_default()
-            .push((currency, price, stocked));
-    }
-    let mut want: BTreeMap<Key, (i64, f64)> = BTreeMap::new();
-    for row in product_category::Entity::find().all(&app.db).await.unwrap() {
-        for (currency, price, stocked) in prices.get(&row.product_id).into_iter().flatten() {
-            let p = &products[&row.product_id];
-            let level = bounds.level_of(*price);
-            let key = (
-                row.category_key.clone(),
-                currency.clone(),
-                p.marketplace.as_str().to_owned(),
-                p.trust_status.as_str().to_owned(),
-                *stocked,
-                level,
-            );
-            bounds.count(want.entry(key).or_default(), level, *price);
-        }
-    }
-    let mut got: BTreeMap<Key, (i64, f64)> = BTreeMap::new();
-    let kept = "SELECT category_key, currency, marketplace, trust_status, in_stock, level, \
-        n, total FROM category_price_levels WHERE n <> 0";
-    for row in rows(app, kept).await.unwrap() {
+/// The rows of the level table `table` that count anything, keyed by
+/// `category` (a column or a constant).
+async fn kept_levels(app: &TestApp, table: &str, category: &str) -> Levels {
+    let sql = format!(
+        "SELECT {category} AS category_key, currency, marketplace, trust_status, in_stock, \
+         level, n, total FROM {table} WHERE n <> 0"
+    );
+    let mut kept = Levels::new();
+    for row in rows(app, &sql).await.unwrap() {
+        let get = |column: &str| row.try_get::<String>("", column).unwrap();
         let key = (
-            row.try_get("", "category_key").unwrap(),
-            row.try_get("", "currency").unwrap(),
-            row.try_get("", "marketplace").unwrap(),
-            row.try_get("", "trust_status").unwrap(),
+            get("currency"),
+            get("marketplace"),
+            get("trust_status"),
             row.try_get("", "in_stock").unwrap(),
             row.try_get("", "level").unwrap(),
         );
-        let kept = (
+        let counted = (
             row.try_get("", "n").unwrap(),
             row.try_get("", "total").unwrap(),
         );
-        got.insert(key, kept);
+        kept.insert((get("category_key"), key), counted);
     }
-    assert_same_levels(&got, &want, &format!("{step} (categories)"));
+    kept
 }
 
 async fn products_by_id(app: &TestApp) -> HashMap<Uuid, product::Model> {
