@@ -66,7 +66,7 @@ pub fn level_of(price: &str) -> String {
 }
 
 /// The kept columns a level row is keyed by, besides its level.
-const KEYS: &str = "currency, marketplace, trust_status, in_stock";
+pub(crate) const KEYS: &str = "currency, marketplace, trust_status, in_stock";
 
 /// A level table's type of sums, and what follows its definition: SQLite
 /// keeps the levels in their key's order (`WITHOUT ROWID`), as

@@ -25,7 +25,9 @@
 use sea_orm_migration::prelude::*;
 use sea_orm_migration::sea_orm::{ConnectionTrait, DbBackend};
 
-use crate::m20261207_000032_price_levels::{level_of, level_table_types, summed};
+use crate::m20261207_000032_price_levels::{
+    self as price_levels, level_of, level_table_types, summed,
+};
 
 #[derive(DeriveMigrationName)]
 pub struct Migration;
@@ -45,10 +47,10 @@ pub(crate) enum Shape {
 pub(crate) const LATEST: Shape = Shape::ByPriceColumns;
 
 impl Shape {
-    fn columns(self) -> &'static [&'static str] {
+    fn columns(self) -> Vec<&'static str> {
         match self {
-            Shape::ByCurrency => &["currency"],
-            Shape::ByPriceColumns => &["currency", "marketplace", "trust_status", "in_stock"],
+            Shape::ByCurrency => vec!["currency"],
+            Shape::ByPriceColumns => price_levels::KEYS.split(", ").collect(),
         }
     }
 
@@ -185,7 +187,7 @@ fn fill(shape: Shape) -> String {
 /// a column of `shape` changed.
 fn price_moved(shape: Shape, distinct: &str) -> String {
     ["price", "product_id"]
-        .iter()
+        .into_iter()
         .chain(shape.columns())
         .map(|c| format!("OLD.{c} {distinct} NEW.{c}"))
         .collect::<Vec<_>>()

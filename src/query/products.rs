@@ -83,7 +83,7 @@ pub struct ProductFilter {
 /// Most ids one products filter may list.
 pub const MAX_FILTER_IDS: usize = 500;
 
-fn given(value: &Option<String>) -> Option<&str> {
+pub(super) fn given(value: &Option<String>) -> Option<&str> {
     value.as_deref().filter(|v| !v.is_empty())
 }
 

@@ -23,7 +23,7 @@ use sea_orm::sea_query::{Alias, Expr, ExprTrait, Order, Query, SelectStatement};
 use sea_orm::{ConnectionTrait, DbErr, FromQueryResult};
 
 use super::QueryError;
-use super::products::ProductFilter;
+use super::products::{ProductFilter, given};
 
 /// Statistics of the lowest current prices of matching products in one
 /// currency; the prices are null when no matching product has one.
@@ -147,10 +147,8 @@ impl<'a> KeptLevels<'a> {
         let mut texts = filter
             .texts()
             .into_iter()
-            .filter(|(field, value)| {
-                *field != "currency" && value.as_deref().is_some_and(|v| !v.is_empty())
-            })
-            .map(|(field, value)| (field, value.as_deref().unwrap_or_default()));
+            .filter(|(field, _)| *field != "currency")
+            .filter_map(|(field, value)| Some((field, given(value)?)));
         let category = match (texts.next(), texts.next()) {
             (None, _) => None,
             (Some(("category", category)), None) => Some(crate::text::fold(category)),
