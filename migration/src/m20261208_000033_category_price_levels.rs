@@ -59,7 +59,8 @@ impl Shape {
         format!("category_key, {}", self.columns().join(", "))
     }
 
-    fn table(self, backend: DbBackend) -> String {
+    /// The level table of this shape, named `name`.
+    fn table(self, backend: DbBackend, name: &str) -> String {
         let (float, rows) = level_table_types(backend);
         let columns: String = self
             .columns()
@@ -74,7 +75,7 @@ impl Shape {
             })
             .collect();
         format!(
-            "CREATE TABLE category_price_levels (
+            "CREATE TABLE {name} (
                 category_key varchar NOT NULL,
                 {columns}level integer NOT NULL,
                 n bigint NOT NULL,
@@ -170,14 +171,21 @@ impl Pairs {
     }
 }
 
+/// The level table's name.
+const TABLE: &str = "category_price_levels";
+
+/// The name a table of a new shape is filled under, before it replaces
+/// the old one.
+const NEXT: &str = "category_price_levels_next";
+
 /// The level rows of every pair there is, in the newest shape.
 pub fn backfill() -> String {
-    fill(LATEST)
+    fill(LATEST, TABLE)
 }
 
-fn fill(shape: Shape) -> String {
+fn fill(shape: Shape, table: &str) -> String {
     format!(
-        "INSERT INTO category_price_levels ({}, level, n, total) {}",
+        "INSERT INTO {table} ({}, level, n, total) {}",
         shape.keys(),
         Pairs::all().per_level(shape, 1)
     )
@@ -329,24 +337,72 @@ fn sqlite(shape: Shape) -> Vec<String> {
 }
 
 /// Makes the level table of `shape`, fills it, and makes its triggers.
-pub(crate) async fn create(manager: &SchemaManager<'_>, shape: Shape) -> Result<(), DbErr> {
-    let backend = manager.get_database_backend();
+async fn create(manager: &SchemaManager<'_>, shape: Shape) -> Result<(), DbErr> {
+    hold_writes(manager).await?;
+    make_filled(manager, shape, TABLE).await?;
+    make_triggers(manager, shape).await
+}
+
+/// Makes the level table again in `shape`. On PostgreSQL it is filled
+/// under another name while the old one still answers reads, then put in
+/// its place: dropping the old triggers locks the two tables they are on
+/// against reads too, so that comes after the fill (103 s at 1,000,000
+/// products). SQLite's readers are not held by a writer; there the table
+/// is dropped and made again (a table renamed to a name another pooled
+/// connection still knows is refused).
+pub(crate) async fn rebuild(manager: &SchemaManager<'_>, shape: Shape) -> Result<(), DbErr> {
     let db = manager.get_connection();
-    db.execute_unprepared(&shape.table(backend)).await?;
-    db.execute_unprepared(&fill(shape)).await?;
-    let triggers = match backend {
+    if manager.get_database_backend() == DbBackend::Postgres {
+        hold_writes(manager).await?;
+        make_filled(manager, shape, NEXT).await?;
+        drop(manager).await?;
+        db.execute_unprepared(&format!("ALTER TABLE {NEXT} RENAME TO {TABLE}"))
+            .await?;
+        db.execute_unprepared(&format!("ALTER INDEX {NEXT}_pkey RENAME TO {TABLE}_pkey"))
+            .await?;
+    } else {
+        drop(manager).await?;
+        make_filled(manager, shape, TABLE).await?;
+    }
+    make_triggers(manager, shape).await
+}
+
+/// Keeps writers of the tables the levels count out until the migration
+/// commits, readers not: a pair written during the fill, before the
+/// triggers are made, would otherwise be counted by neither. SQLite's
+/// migration holds the only write lock already.
+async fn hold_writes(manager: &SchemaManager<'_>) -> Result<(), DbErr> {
+    if manager.get_database_backend() == DbBackend::Postgres {
+        manager
+            .get_connection()
+            .execute_unprepared("LOCK TABLE lowest_prices, product_categories IN SHARE MODE")
+            .await?;
+    }
+    Ok(())
+}
+
+async fn make_filled(manager: &SchemaManager<'_>, shape: Shape, name: &str) -> Result<(), DbErr> {
+    let db = manager.get_connection();
+    db.execute_unprepared(&shape.table(manager.get_database_backend(), name))
+        .await?;
+    db.execute_unprepared(&fill(shape, name)).await?;
+    Ok(())
+}
+
+async fn make_triggers(manager: &SchemaManager<'_>, shape: Shape) -> Result<(), DbErr> {
+    let triggers = match manager.get_database_backend() {
         DbBackend::Postgres => postgres(shape),
         _ => sqlite(shape),
     };
     for sql in triggers {
-        db.execute_unprepared(&sql).await?;
+        manager.get_connection().execute_unprepared(&sql).await?;
     }
     Ok(())
 }
 
 /// Drops the level table, its triggers and their functions, whatever its
 /// shape.
-pub(crate) async fn drop(manager: &SchemaManager<'_>) -> Result<(), DbErr> {
+async fn drop(manager: &SchemaManager<'_>) -> Result<(), DbErr> {
     let backend = manager.get_database_backend();
     let db = manager.get_connection();
     for (table, suffix) in [
