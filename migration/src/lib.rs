@@ -35,13 +35,40 @@ pub use m20261207_000032_price_levels::{
     LAST_LEVEL as LAST_PRICE_LEVEL, OUTLYING_LOW as OUTLYING_PRICE_LEVEL,
 };
 
-/// The statements that fill the tables triggers keep (`product_counts`,
-/// `brand_counts`, `lowest_prices`, `price_levels`,
-/// `category_price_levels`) afresh from the tables
-/// they are kept from, for a bulk load that drops or disables the triggers
-/// of the tables it writes (`vitrina seed`). `lowest_prices` is not one of
-/// them, so its own triggers, which keep `price_levels` row by row, are
-/// disabled (PostgreSQL) or dropped and made again (SQLite) around its fill.
+/// The tables triggers keep, each with the statement that fills it afresh
+/// from the tables it is kept from, in the order they must be filled.
+fn kept_tables(backend: sea_orm_migration::sea_orm::DbBackend) -> [(&'static str, String); 5] {
+    use m20261207_000032_price_levels as levels;
+    use m20261208_000033_category_price_levels as category_levels;
+    [
+        (
+            "product_counts",
+            m20261130_000023_product_counts::BACKFILL.to_owned(),
+        ),
+        (
+            "brand_counts",
+            m20261205_000030_brand_counts::BACKFILL.to_owned(),
+        ),
+        ("lowest_prices", levels::lowest_prices_backfill(backend)),
+        ("price_levels", levels::backfill(backend)),
+        ("category_price_levels", category_levels::backfill(backend)),
+    ]
+}
+
+/// The names of the tables [`kept_tables_backfill`] fills.
+pub fn kept_table_names() -> Vec<&'static str> {
+    use sea_orm_migration::sea_orm::DbBackend;
+    kept_tables(DbBackend::Postgres)
+        .map(|(table, _)| table)
+        .to_vec()
+}
+
+/// The statements that fill the tables triggers keep ([`kept_tables`])
+/// afresh from the tables they are kept from, for a bulk load that drops
+/// or disables the triggers of the tables it writes (`vitrina seed`).
+/// `lowest_prices` is not one of the tables the load writes, so its own
+/// triggers, which keep the price levels row by row, are disabled
+/// (PostgreSQL) or dropped and made again (SQLite) around its fill.
 pub fn kept_tables_backfill(backend: sea_orm_migration::sea_orm::DbBackend) -> Vec<String> {
     use m20261207_000032_price_levels as levels;
     use m20261208_000033_category_price_levels as category_levels;
@@ -60,18 +87,9 @@ pub fn kept_tables_backfill(backend: sea_orm_migration::sea_orm::DbBackend) -> V
             .unzip(),
     };
     let mut statements = off;
-    statements.extend([
-        "DELETE FROM product_counts".to_owned(),
-        m20261130_000023_product_counts::BACKFILL.to_owned(),
-        "DELETE FROM brand_counts".to_owned(),
-        m20261205_000030_brand_counts::BACKFILL.to_owned(),
-        "DELETE FROM lowest_prices".to_owned(),
-        levels::lowest_prices_backfill(backend),
-        "DELETE FROM price_levels".to_owned(),
-        levels::backfill(),
-        "DELETE FROM category_price_levels".to_owned(),
-        category_levels::backfill(),
-    ]);
+    for (table, fill) in kept_tables(backend) {
+        statements.extend([format!("DELETE FROM {table}"), fill]);
+    }
     statements.extend(on);
     statements
 }

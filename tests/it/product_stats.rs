@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::collections::HashSet;
 
 use entity::{Marketplace, TrustStatus, current_price, product, product_category};
-use sea_orm::{ConnectionTrait, EntityTrait, Statement};
+use sea_orm::{ConnectionTrait, EntityTrait, Statement, TransactionTrait};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -546,6 +546,20 @@ async fn kept_price_levels_follow_every_write_whoever_makes_it() {
         assert_levels_true(&app, sql).await;
         assert_category_levels_true(&app, sql).await;
     }
+    // Filled again in bulk, as a seed fills them, with prices on many
+    // levels' bounds as well: the fill finds each price's level as the
+    // triggers do.
+    let on_bounds = "UPDATE current_prices SET price = (SELECT low FROM price_level_bounds \
+        WHERE level = current_prices.id % 832 - 1) WHERE currency = 'RUB'";
+    app.db.execute_unprepared(on_bounds).await.expect(on_bounds);
+    let txn = app.db.begin().await.unwrap();
+    for sql in migration::kept_tables_backfill(app.db.get_database_backend()) {
+        txn.execute_unprepared(&sql).await.expect(&sql);
+    }
+    txn.commit().await.unwrap();
+    assert_levels_true(&app, "filled in bulk").await;
+    assert_category_levels_true(&app, "filled in bulk").await;
+
     let gone = "DELETE FROM current_prices WHERE price < 0 OR price > 1e300";
     app.db.execute_unprepared(gone).await.expect(gone);
     assert_all_true(&app, &key, gone).await;

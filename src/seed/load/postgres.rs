@@ -7,9 +7,12 @@
 //! `lock_timeout` (`VITRINA_DB_WAIT_MS`) and held until the commit: readers
 //! of the catalog wait for the load, which is meant for a new database.
 //!
-//! The triggers of the loaded tables, which keep `product_counts`,
-//! `brand_counts` and `lowest_prices`, are disabled for the load, and those
-//! tables filled once at the end, as the migrations fill them.
+//! The triggers of the loaded tables, which keep the kept tables
+//! (`product_counts`, `lowest_prices`, the price levels ...), are disabled
+//! for the load, and those tables filled once at the end, as the
+//! migrations fill them. Their indexes are dropped too and built after
+//! their fill: `lowest_prices` of 1,000,000 products took 17.7 s to fill
+//! with its two indexes, 3.6 s without.
 //!
 //! The binary format spares both sides the text of timestamps, UUIDs and
 //! numbers: the generator copies their bytes, and the server does not parse
@@ -23,6 +26,7 @@
 //! comes back as it was.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use chrono::Datelike;
 use sea_orm::sqlx::postgres::PgRow;
@@ -84,8 +88,9 @@ impl Encoder for Batch {
 /// A load under way on one connection, in one transaction.
 pub struct Load {
     txn: Transaction<'static, Postgres>,
-    /// Statements that give the loaded tables back what the load took down,
-    /// and set their sequences past the ids written.
+    /// Statements that fill the kept tables, give them and the loaded tables
+    /// back what the load took down, and set the sequences past the ids
+    /// written.
     restore: Vec<String>,
 }
 
@@ -98,6 +103,10 @@ impl Load {
             .await
             .map_err(exec)?;
         let tables: Vec<String> = tables().into_iter().map(quoted).collect();
+        let kept: Vec<String> = migration::kept_table_names()
+            .into_iter()
+            .map(quoted)
+            .collect();
         run(
             &mut txn,
             format!("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE", tables.join(", ")),
@@ -110,10 +119,12 @@ impl Load {
         if !occupied.is_empty() {
             return Ok(Err(occupied));
         }
-        let (drop, mut restore) = take_down(&mut txn, &tables).await?;
+        let (drop, rebuild) = take_down(&mut txn, &[&tables[..], &kept[..]].concat()).await?;
         for statement in drop {
             run(&mut txn, statement).await?;
         }
+        let mut restore = migration::kept_tables_backfill(DbBackend::Postgres);
+        restore.extend(rebuild);
         // The triggers that keep counts and lowest prices would write them
         // once per `COPY`; as on SQLite, they are filled once at the end.
         for table in &tables {
@@ -124,7 +135,6 @@ impl Load {
             .await?;
             restore.push(format!("ALTER TABLE {table} ENABLE TRIGGER USER"));
         }
-        restore.extend(migration::kept_tables_backfill(DbBackend::Postgres));
         run(&mut txn, format!("TRUNCATE {}", tables.join(", "))).await?;
         run(
             &mut txn,
@@ -145,7 +155,9 @@ impl Load {
 
     pub async fn finish(mut self) -> Result<(), DbErr> {
         for statement in std::mem::take(&mut self.restore) {
-            run(&mut self.txn, statement).await?;
+            let started = Instant::now();
+            run(&mut self.txn, statement.clone()).await?;
+            super::restored(&statement, started);
         }
         self.txn.commit().await.map_err(exec)
     }

@@ -3,8 +3,9 @@
 //!
 //! SQLite has only row triggers, so the triggers of the loaded tables are
 //! dropped with their indexes, and the tables they keep (`product_counts`,
-//! `brand_counts`, `lowest_prices`) filled once at the end, as the
-//! migrations fill them.
+//! `lowest_prices`, the price levels ...) filled once at the end, as the
+//! migrations fill them. The kept tables' own indexes are dropped too, and
+//! made after their fill.
 //!
 //! That connection checks no foreign keys (the generator makes every
 //! reference before it is used; a test runs `PRAGMA foreign_key_check`),
@@ -15,6 +16,8 @@
 //! never committed and the file is as before the seed; only a crash of the
 //! machine itself during the seed can leave a file to seed afresh. These
 //! settings live on that connection alone and end with it.
+
+use std::time::Instant;
 
 use sea_orm::sqlx::sqlite::{SqlitePoolOptions, SqliteSynchronous};
 use sea_orm::{
@@ -114,18 +117,26 @@ impl Load {
         if !occupied.is_empty() {
             return Ok(Err(occupied));
         }
-        let names: Vec<String> = tables().iter().map(|t| format!("'{t}'")).collect();
+        let listed = |tables: Vec<&str>| -> String {
+            let names: Vec<String> = tables.iter().map(|t| format!("'{t}'")).collect();
+            names.join(", ")
+        };
         let taken_down = txn
             .query_all_raw(Statement::from_string(
                 DbBackend::Sqlite,
                 format!(
-                    "SELECT type, name, sql FROM sqlite_master WHERE type IN ('index', 'trigger') \
-                     AND sql IS NOT NULL AND tbl_name IN ({}) ORDER BY type, name",
-                    names.join(", ")
+                    "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL \
+                     AND (type IN ('index', 'trigger') AND tbl_name IN ({}) \
+                          OR type = 'index' AND tbl_name IN ({})) \
+                     ORDER BY type, name",
+                    listed(tables()),
+                    listed(migration::kept_table_names())
                 ),
             ))
             .await?;
-        let mut restore = Vec::new();
+        // What the triggers would have kept, filled once at the end, then
+        // what was taken down.
+        let mut restore = migration::kept_tables_backfill(DbBackend::Sqlite);
         for item in taken_down {
             let (kind, name): (String, String) =
                 (item.try_get("", "type")?, item.try_get("", "name")?);
@@ -133,8 +144,6 @@ impl Load {
                 .await?;
             restore.push(item.try_get("", "sql")?);
         }
-        // What the triggers would have kept, filled once at the end.
-        restore.extend(migration::kept_tables_backfill(DbBackend::Sqlite));
         Ok(Ok(Load {
             connection,
             txn,
@@ -151,7 +160,9 @@ impl Load {
 
     pub async fn finish(self) -> Result<(), DbErr> {
         for sql in &self.restore {
+            let started = Instant::now();
             self.txn.execute_unprepared(sql).await?;
+            super::restored(sql, started);
         }
         self.txn.commit().await?;
         self.connection.close().await
