@@ -96,8 +96,30 @@ pub fn levelled_prices(backend: DbBackend) -> String {
     format!("(SELECT *, {level} AS level FROM lowest_prices{whole})")
 }
 
-/// The kept columns a level row is keyed by, besides its level.
-pub(crate) const KEYS: &str = "currency, marketplace, trust_status, in_stock";
+/// A level row's currency column, with its type.
+pub(crate) const CURRENCY: (&str, &str) = ("currency", "varchar");
+
+/// The kept columns a level row is keyed by, besides its level, each with
+/// its type.
+pub(crate) const KEY_COLUMNS: [(&str, &str); 4] = [
+    CURRENCY,
+    ("marketplace", "varchar"),
+    ("trust_status", "varchar"),
+    ("in_stock", "boolean"),
+];
+
+/// The names of [`KEY_COLUMNS`], as a list.
+fn keys() -> String {
+    KEY_COLUMNS.map(|(name, _)| name).join(", ")
+}
+
+/// The definitions of `columns` in a `CREATE TABLE`, each ending a line.
+pub(crate) fn column_definitions(columns: &[(&str, &str)]) -> String {
+    columns
+        .iter()
+        .map(|(name, kind)| format!("{name} {kind} NOT NULL,\n"))
+        .collect()
+}
 
 /// A level table's type of sums, and what follows its definition: SQLite
 /// keeps the levels in their key's order (`WITHOUT ROWID`), as
@@ -112,6 +134,7 @@ pub(crate) fn level_table_types(backend: DbBackend) -> (&'static str, &'static s
 /// The bounds and the levels.
 fn tables(backend: DbBackend) -> [String; 2] {
     let (float, rows) = level_table_types(backend);
+    let (keys, columns) = (keys(), column_definitions(&KEY_COLUMNS));
     [
         format!(
             "CREATE TABLE price_level_bounds (
@@ -121,14 +144,10 @@ fn tables(backend: DbBackend) -> [String; 2] {
         ),
         format!(
             "CREATE TABLE price_levels (
-                currency varchar NOT NULL,
-                marketplace varchar NOT NULL,
-                trust_status varchar NOT NULL,
-                in_stock boolean NOT NULL,
-                level integer NOT NULL,
+                {columns}level integer NOT NULL,
                 n bigint NOT NULL,
                 total {float} NOT NULL,
-                PRIMARY KEY ({KEYS}, level)
+                PRIMARY KEY ({keys}, level)
             ){rows}"
         ),
     ]
@@ -157,11 +176,12 @@ const FILL_PRODUCT_COLUMNS: &str = "UPDATE lowest_prices SET (marketplace, trust
 
 /// The levels of the lowest prices there are.
 pub fn backfill(backend: DbBackend) -> String {
+    let keys = keys();
     format!(
-        "INSERT INTO price_levels ({KEYS}, level, n, total)
-        SELECT {KEYS}, level, COUNT(*), SUM({})
+        "INSERT INTO price_levels ({keys}, level, n, total)
+        SELECT {keys}, level, COUNT(*), SUM({})
         FROM {} AS leveled
-        GROUP BY {KEYS}, level",
+        GROUP BY {keys}, level",
         summed("price", "level"),
         levelled_prices(backend)
     )
@@ -186,13 +206,17 @@ pub fn lowest_prices_backfill(backend: DbBackend) -> String {
 /// price to its level, when `when` holds; `this` qualifies the level row's
 /// own columns (PostgreSQL needs it, SQLite refuses it in a trigger).
 fn add(this: &str, row: &str, sign: i32, when: &str) -> String {
+    let keys = keys();
+    let values = KEY_COLUMNS
+        .map(|(name, _)| format!("{row}.{name}"))
+        .join(", ");
     format!(
-        "INSERT INTO price_levels ({KEYS}, level, n, total)
-        SELECT {row}.currency, {row}.marketplace, {row}.trust_status, {row}.in_stock,
+        "INSERT INTO price_levels ({keys}, level, n, total)
+        SELECT {values},
             level, {sign}, {sign} * {}
         FROM (SELECT {} AS level) AS leveled
         WHERE {when}
-        ON CONFLICT ({KEYS}, level) DO UPDATE
+        ON CONFLICT ({keys}, level) DO UPDATE
         SET n = {this}n + excluded.n,
             total = CASE WHEN {this}n + excluded.n = 0 THEN 0 ELSE {this}total + excluded.total END;",
         summed(&format!("{row}.price"), "level"),
@@ -202,17 +226,13 @@ fn add(this: &str, row: &str, sign: i32, when: &str) -> String {
 
 /// A row's columns a level row depends on changed.
 fn moved(old: &str, new: &str, distinct: &str) -> String {
-    [
-        "currency",
-        "marketplace",
-        "trust_status",
-        "in_stock",
-        "price",
-    ]
-    .iter()
-    .map(|c| format!("{old}.{c} {distinct} {new}.{c}"))
-    .collect::<Vec<_>>()
-    .join(" OR ")
+    KEY_COLUMNS
+        .map(|(name, _)| name)
+        .iter()
+        .chain(&["price"])
+        .map(|c| format!("{old}.{c} {distinct} {new}.{c}"))
+        .collect::<Vec<_>>()
+        .join(" OR ")
 }
 
 const PG_THIS: &str = "price_levels.";

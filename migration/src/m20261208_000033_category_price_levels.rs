@@ -26,7 +26,7 @@ use sea_orm_migration::prelude::*;
 use sea_orm_migration::sea_orm::{ConnectionTrait, DbBackend};
 
 use crate::m20261207_000032_price_levels::{
-    self as price_levels, level_of, level_table_types, levelled_prices, summed,
+    self as price_levels, column_definitions, level_of, level_table_types, levelled_prices, summed,
 };
 
 #[derive(DeriveMigrationName)]
@@ -47,11 +47,19 @@ pub(crate) enum Shape {
 pub(crate) const LATEST: Shape = Shape::ByPriceColumns;
 
 impl Shape {
-    fn columns(self) -> Vec<&'static str> {
+    /// The columns, with their types.
+    fn typed_columns(self) -> Vec<(&'static str, &'static str)> {
         match self {
-            Shape::ByCurrency => vec!["currency"],
-            Shape::ByPriceColumns => price_levels::KEYS.split(", ").collect(),
+            Shape::ByCurrency => vec![price_levels::CURRENCY],
+            Shape::ByPriceColumns => price_levels::KEY_COLUMNS.to_vec(),
         }
+    }
+
+    fn columns(self) -> Vec<&'static str> {
+        self.typed_columns()
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect()
     }
 
     /// The level row's key, its level aside.
@@ -62,26 +70,15 @@ impl Shape {
     /// The level table of this shape, named `name`.
     fn table(self, backend: DbBackend, name: &str) -> String {
         let (float, rows) = level_table_types(backend);
-        let columns: String = self
-            .columns()
-            .iter()
-            .map(|c| {
-                let kind = if *c == "in_stock" {
-                    "boolean"
-                } else {
-                    "varchar"
-                };
-                format!("{c} {kind} NOT NULL,\n")
-            })
-            .collect();
         format!(
             "CREATE TABLE {name} (
                 category_key varchar NOT NULL,
-                {columns}level integer NOT NULL,
+                {}level integer NOT NULL,
                 n bigint NOT NULL,
                 total {float} NOT NULL,
                 PRIMARY KEY ({}, level)
             ){rows}",
+            column_definitions(&self.typed_columns()),
             self.keys()
         )
     }
