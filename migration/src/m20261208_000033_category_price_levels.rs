@@ -346,7 +346,7 @@ async fn create(manager: &SchemaManager<'_>, shape: Shape) -> Result<(), DbErr> 
 /// Makes the level table again in `shape`. On PostgreSQL it is filled
 /// under another name while the old one still answers reads, then put in
 /// its place: dropping the old triggers locks the two tables they are on
-/// against reads too, so that comes after the fill (16 s at 1,000,000
+/// against reads too, so that comes after the fill (12 s at 1,000,000
 /// products). SQLite's readers are not held by a writer; there the table
 /// is dropped and made again (a table renamed to a name another pooled
 /// connection still knows is refused).
