@@ -76,7 +76,7 @@ pub fn level_of(price: &str) -> String {
 /// 1,000,000 products. Here the bounds are read once into arrays, and
 /// `width_bucket` counts those at or below each price by a binary search:
 /// the position of the highest, whose level is the one [`level_of`] picks
-/// (none below every bound, as there). That fill takes 9.5 s.
+/// (none below every bound, as there). That fill takes 10.3 s.
 ///
 /// SQLite has no such function; its lookup per row is cheap, but it would
 /// merge this table into the statement reading it and look the level up

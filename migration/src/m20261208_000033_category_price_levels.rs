@@ -92,6 +92,9 @@ struct Pairs {
     price: String,
     /// The rows they come from (a `FROM` clause and its condition).
     from: String,
+    /// The price's level: looked up per row ([`level_of`]) in a trigger,
+    /// found with the price in a fill ([`levelled_prices`]).
+    level: String,
 }
 
 impl Pairs {
@@ -102,6 +105,7 @@ impl Pairs {
             category: "c".to_owned(),
             price: row.to_owned(),
             from: format!("product_categories c WHERE c.product_id = {row}.product_id"),
+            level: level_of(&format!("{row}.price")),
         }
     }
 
@@ -112,11 +116,11 @@ impl Pairs {
             category: row.to_owned(),
             price: "l".to_owned(),
             from: format!("lowest_prices l WHERE l.product_id = {row}.product_id"),
+            level: level_of("l.price"),
         }
     }
 
-    /// Every pair there is (the fill), each price with its level
-    /// (`l.level`).
+    /// Every pair there is (the fill).
     fn all(backend: DbBackend) -> Pairs {
         Pairs {
             category: "c".to_owned(),
@@ -125,16 +129,17 @@ impl Pairs {
                 "{} AS l JOIN product_categories c ON c.product_id = l.product_id WHERE true",
                 levelled_prices(backend)
             ),
+            level: "l.level".to_owned(),
         }
     }
 
-    /// Their count and sum per level row of `shape`, times `sign`, each
-    /// price's level found by `level` (given the price's expression).
-    fn per_level(&self, shape: Shape, sign: i32, level: impl Fn(&str) -> String) -> String {
+    /// Their count and sum per level row of `shape`, times `sign`.
+    fn per_level(&self, shape: Shape, sign: i32) -> String {
         let Pairs {
             category,
             price,
             from,
+            level,
         } = self;
         let columns: String = shape
             .columns()
@@ -145,12 +150,11 @@ impl Pairs {
         format!(
             "SELECT {keys}, level, {sign} * COUNT(*), {sign} * SUM({})
             FROM (SELECT {category}.category_key AS category_key, {columns}
-                    {price}.price AS price, {} AS level
+                    {price}.price AS price, {level} AS level
                 FROM {from}) AS leveled
             WHERE true
             GROUP BY {keys}, level",
-            summed("price", "level"),
-            level(&format!("{price}.price"))
+            summed("price", "level")
         )
     }
 
@@ -166,7 +170,7 @@ impl Pairs {
             SET n = {this}n + excluded.n,
                 total = CASE WHEN {this}n + excluded.n = 0 THEN 0
                     ELSE {this}total + excluded.total END;",
-            self.per_level(shape, sign, level_of)
+            self.per_level(shape, sign)
         )
     }
 }
@@ -187,7 +191,7 @@ fn fill(shape: Shape, table: &str, backend: DbBackend) -> String {
     format!(
         "INSERT INTO {table} ({}, level, n, total) {}",
         shape.keys(),
-        Pairs::all(backend).per_level(shape, 1, |_| "l.level".to_owned())
+        Pairs::all(backend).per_level(shape, 1)
     )
 }
 
