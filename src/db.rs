@@ -59,6 +59,15 @@ pub async fn connect_migrated(config: &DatabaseConfig) -> Result<DatabaseConnect
     Ok(db)
 }
 
+/// PostgreSQL's JIT compilation, off for the service's sessions. It starts
+/// at a plan's estimated cost (`jit_above_cost`), and estimates grow with
+/// the tables: at 1,000,000 products a page of 100 products named by a
+/// common part (its walk estimated at 102,000) was compiled on each request,
+/// 30-44 ms of a statement that runs in 10 ms, where at 100,000 it was not.
+/// The statements that run long (trends over broad filters) were as fast
+/// without it (bench/README.md, "JIT").
+const JIT: &str = "off";
+
 async fn open(config: &DatabaseConfig, create: bool) -> Result<DatabaseConnection, Error> {
     let url = config.database_url.trim();
     let backend = backend_of(url)?;
@@ -81,7 +90,10 @@ async fn open(config: &DatabaseConfig, create: bool) -> Result<DatabaseConnectio
         .test_before_acquire_if_idle_for(Duration::from_secs(30))
         .sqlx_logging(false)
         .map_sqlx_postgres_opts(move |opts| {
-            opts.options([("lock_timeout", format!("{}ms", wait.as_millis()))])
+            opts.options([
+                ("lock_timeout", format!("{}ms", wait.as_millis())),
+                ("jit", JIT.to_owned()),
+            ])
         })
         .map_sqlx_sqlite_opts(move |opts| {
             opts.create_if_missing(create)
