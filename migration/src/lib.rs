@@ -35,32 +35,30 @@ pub use m20261207_000032_price_levels::{
     LAST_LEVEL as LAST_PRICE_LEVEL, OUTLYING_LOW as OUTLYING_PRICE_LEVEL,
 };
 
+/// A statement that fills a kept table afresh, on a backend.
+type Fill = fn(sea_orm_migration::sea_orm::DbBackend) -> String;
+
 /// The tables triggers keep, each with the statement that fills it afresh
 /// from the tables it is kept from, in the order they must be filled.
-fn kept_tables(backend: sea_orm_migration::sea_orm::DbBackend) -> [(&'static str, String); 5] {
+fn kept_tables() -> [(&'static str, Fill); 5] {
     use m20261207_000032_price_levels as levels;
     use m20261208_000033_category_price_levels as category_levels;
     [
-        (
-            "product_counts",
-            m20261130_000023_product_counts::BACKFILL.to_owned(),
-        ),
-        (
-            "brand_counts",
-            m20261205_000030_brand_counts::BACKFILL.to_owned(),
-        ),
-        ("lowest_prices", levels::lowest_prices_backfill(backend)),
-        ("price_levels", levels::backfill(backend)),
-        ("category_price_levels", category_levels::backfill(backend)),
+        ("product_counts", |_| {
+            m20261130_000023_product_counts::BACKFILL.to_owned()
+        }),
+        ("brand_counts", |_| {
+            m20261205_000030_brand_counts::BACKFILL.to_owned()
+        }),
+        ("lowest_prices", levels::lowest_prices_backfill),
+        ("price_levels", levels::backfill),
+        ("category_price_levels", category_levels::backfill),
     ]
 }
 
 /// The names of the tables [`kept_tables_backfill`] fills.
 pub fn kept_table_names() -> Vec<&'static str> {
-    use sea_orm_migration::sea_orm::DbBackend;
-    kept_tables(DbBackend::Postgres)
-        .map(|(table, _)| table)
-        .to_vec()
+    kept_tables().map(|(table, _)| table).to_vec()
 }
 
 /// The statements that fill the tables triggers keep ([`kept_tables`])
@@ -87,8 +85,8 @@ pub fn kept_tables_backfill(backend: sea_orm_migration::sea_orm::DbBackend) -> V
             .unzip(),
     };
     let mut statements = off;
-    for (table, fill) in kept_tables(backend) {
-        statements.extend([format!("DELETE FROM {table}"), fill]);
+    for (table, fill) in kept_tables() {
+        statements.extend([format!("DELETE FROM {table}"), fill(backend)]);
     }
     statements.extend(on);
     statements

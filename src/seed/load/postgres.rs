@@ -109,7 +109,7 @@ impl Load {
             .collect();
         run(
             &mut txn,
-            format!("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE", tables.join(", ")),
+            &format!("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE", tables.join(", ")),
         )
         .await?;
         let occupied: Vec<String> = sqlx::query_scalar(AssertSqlSafe(occupied_tables_query()))
@@ -121,7 +121,7 @@ impl Load {
         }
         let (drop, rebuild) = take_down(&mut txn, &[&tables[..], &kept[..]].concat()).await?;
         for statement in drop {
-            run(&mut txn, statement).await?;
+            run(&mut txn, &statement).await?;
         }
         let mut restore = migration::kept_tables_backfill(DbBackend::Postgres);
         restore.extend(rebuild);
@@ -130,15 +130,15 @@ impl Load {
         for table in &tables {
             run(
                 &mut txn,
-                format!("ALTER TABLE {table} DISABLE TRIGGER USER"),
+                &format!("ALTER TABLE {table} DISABLE TRIGGER USER"),
             )
             .await?;
             restore.push(format!("ALTER TABLE {table} ENABLE TRIGGER USER"));
         }
-        run(&mut txn, format!("TRUNCATE {}", tables.join(", "))).await?;
+        run(&mut txn, &format!("TRUNCATE {}", tables.join(", "))).await?;
         run(
             &mut txn,
-            format!("SET LOCAL maintenance_work_mem = '{INDEX_BUILD_MEMORY}'"),
+            &format!("SET LOCAL maintenance_work_mem = '{INDEX_BUILD_MEMORY}'"),
         )
         .await?;
         Ok(Ok(Load { txn, restore }))
@@ -156,7 +156,7 @@ impl Load {
     pub async fn finish(mut self) -> Result<(), DbErr> {
         for statement in std::mem::take(&mut self.restore) {
             let started = Instant::now();
-            run(&mut self.txn, statement.clone()).await?;
+            run(&mut self.txn, &statement).await?;
             super::restored(&statement, started);
         }
         self.txn.commit().await.map_err(exec)
@@ -232,7 +232,7 @@ async fn take_down(
     Ok((drop, restore))
 }
 
-async fn run(txn: &mut Transaction<'static, Postgres>, statement: String) -> Result<(), DbErr> {
+async fn run(txn: &mut Transaction<'static, Postgres>, statement: &str) -> Result<(), DbErr> {
     sqlx::raw_sql(AssertSqlSafe(statement))
         .execute(&mut **txn)
         .await
