@@ -13,8 +13,9 @@
 //! `VITRINA_MAX_RESPONSE_MB` holds as REST writes it, followed by a row
 //! counted [`CUT`] when entries were left out. Each list comes from a
 //! grouped statement of its own, whose rows are read one at a time into a
-//! [`Leading`] set, and is written before the next one is read: the job
-//! holds the start of one list and one row, never every distinct path.
+//! [`Leading`] set: the job holds the start of each list and one row,
+//! never every distinct path. All the lists are read before any is
+//! written, and written in one short transaction (see [`compute_within`]).
 //! The rows of a list are written in its order, so their ids follow it.
 
 use crate::cache::versions::{DataVersions, Grains};
@@ -24,11 +25,11 @@ use futures_util::{Stream, TryStreamExt};
 use sea_orm::sea_query::{Expr, SimpleExpr};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseConnection, DbBackend, DbErr, EntityTrait, ExprTrait,
-    QueryFilter, QuerySelect, Select, StreamTrait, TransactionTrait,
+    QueryFilter, QuerySelect, Select, StreamTrait,
 };
 
 use crate::config::Settings;
-use crate::db::insert_batched;
+use crate::db::{begin_write, insert_batched};
 use crate::query::leading::Leading;
 use crate::query::snapshots::{BrandEntry, CUT, CategoryEntry};
 use crate::views::{BrandItem, CategoryItem, list_envelope_len};
@@ -58,17 +59,25 @@ impl Kept {
     }
 }
 
-/// Computes the snapshots of `day` from the current products, in one
-/// transaction, keeping of each list what the default settings keep (the
-/// demo data's snapshot).
+/// Computes the snapshots of `day` from the current products and writes
+/// them in one transaction, keeping of each list what the default settings
+/// keep (the demo data's snapshot).
 pub async fn compute(db: &DatabaseConnection, day: NaiveDate) -> Result<(), DbErr> {
     // Other processes learn of it from the database (`cache/versions.rs`).
     let versions = DataVersions::new(true);
     compute_within(db, day, Kept::of(&Settings::default()), &versions).await
 }
 
-/// Computes the snapshots of `day` from the current products, in one
-/// transaction, keeping of each list what `kept` allows.
+/// Computes the snapshots of `day` from the current products and writes
+/// them in one transaction, keeping of each list what `kept` allows.
+///
+/// Every list is read before the transaction begins. SQLite has one writer
+/// at a time, and the lists of a large catalog take seconds to read (about
+/// 15 s at 1,000,000 products): read inside the transaction, after its
+/// first delete, they held the write lock all that time, and every upload,
+/// merge and quota charge waited for it, failing after
+/// `VITRINA_DB_WAIT_MS`. The lists read are kept until the write: their
+/// starts only, nine lists of at most one answer each.
 #[tracing::instrument(skip_all, fields(%day))]
 pub async fn compute_within(
     db: &DatabaseConnection,
@@ -76,7 +85,31 @@ pub async fn compute_within(
     kept: Kept,
     versions: &DataVersions,
 ) -> Result<(), DbErr> {
-    let txn = db.begin().await?;
+    let mut category_rows = Vec::new();
+    for &marketplace in Marketplace::ALL {
+        let list = categories(db, marketplace, kept).await?;
+        category_rows.extend(with_cut(list, |entry| category_snapshot::ActiveModel {
+            snapshot_date: sea_orm::Set(day),
+            marketplace: sea_orm::Set(marketplace),
+            category_path: sea_orm::Set(StringList(entry.category_path)),
+            product_count: sea_orm::Set(entry.product_count),
+            ..Default::default()
+        }));
+    }
+    let mut brand_rows = Vec::new();
+    let scopes = Marketplace::ALL.iter().copied().map(Some).chain([None]);
+    for marketplace in scopes {
+        let list = brands(db, marketplace, kept).await?;
+        brand_rows.extend(with_cut(list, |entry| brand_snapshot::ActiveModel {
+            snapshot_date: sea_orm::Set(day),
+            marketplace: sea_orm::Set(marketplace),
+            brand: sea_orm::Set(entry.brand),
+            product_count: sea_orm::Set(entry.product_count),
+            ..Default::default()
+        }));
+    }
+
+    let txn = begin_write(db).await?;
     category_snapshot::Entity::delete_many()
         .filter(category_snapshot::Column::SnapshotDate.eq(day))
         .exec(&txn)
@@ -85,35 +118,14 @@ pub async fn compute_within(
         .filter(brand_snapshot::Column::SnapshotDate.eq(day))
         .exec(&txn)
         .await?;
-    for &marketplace in Marketplace::ALL {
-        let list = categories(&txn, marketplace, kept).await?;
-        let rows = with_cut(list, |entry| category_snapshot::ActiveModel {
-            snapshot_date: sea_orm::Set(day),
-            marketplace: sea_orm::Set(marketplace),
-            category_path: sea_orm::Set(StringList(entry.category_path)),
-            product_count: sea_orm::Set(entry.product_count),
-            ..Default::default()
-        });
-        insert_batched(&txn, rows).await?;
-    }
-    let scopes = Marketplace::ALL.iter().copied().map(Some).chain([None]);
-    for marketplace in scopes {
-        let list = brands(&txn, marketplace, kept).await?;
-        let rows = with_cut(list, |entry| brand_snapshot::ActiveModel {
-            snapshot_date: sea_orm::Set(day),
-            marketplace: sea_orm::Set(marketplace),
-            brand: sea_orm::Set(entry.brand),
-            product_count: sea_orm::Set(entry.product_count),
-            ..Default::default()
-        });
-        insert_batched(&txn, rows).await?;
-    }
+    insert_batched(&txn, category_rows).await?;
+    insert_batched(&txn, brand_rows).await?;
     versions.commit(txn, Grains::CATALOG).await
 }
 
 /// The start of the category list of `marketplace`: one row per path.
 async fn categories(
-    txn: &(impl ConnectionTrait + StreamTrait),
+    db: &(impl ConnectionTrait + StreamTrait),
     marketplace: Marketplace,
     kept: Kept,
 ) -> Result<Leading<CategoryEntry>, DbErr> {
@@ -124,7 +136,7 @@ async fn categories(
         .filter(product::Column::Marketplace.eq(marketplace))
         .group_by(product::Column::CategoryPath)
         .into_tuple::<(StringList, i64)>()
-        .stream(txn)
+        .stream(db)
         .await?
         .map_ok(|(path, product_count)| CategoryEntry {
             category_path: path.0,
@@ -136,14 +148,14 @@ async fn categories(
 /// The start of the brand list of `marketplace`, or of all marketplaces:
 /// one row per case-folded brand.
 async fn brands(
-    txn: &(impl ConnectionTrait + StreamTrait),
+    db: &(impl ConnectionTrait + StreamTrait),
     marketplace: Option<Marketplace>,
     kept: Kept,
 ) -> Result<Leading<BrandEntry>, DbErr> {
     let mut select: Select<product::Entity> = product::Entity::find()
         .select_only()
         .column_as(
-            smallest_spelling(ConnectionTrait::get_database_backend(txn)),
+            smallest_spelling(ConnectionTrait::get_database_backend(db)),
             "brand",
         )
         .column_as(Expr::col(product::Column::Id).count(), "n")
@@ -153,7 +165,7 @@ async fn brands(
     }
     let rows = select
         .into_tuple::<(String, i64)>()
-        .stream(txn)
+        .stream(db)
         .await?
         .map_ok(|(brand, product_count)| BrandEntry {
             brand,

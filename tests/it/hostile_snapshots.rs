@@ -8,9 +8,10 @@
 //! limits keep these tests quick.
 
 use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
 use entity::{Marketplace, category_snapshot};
-use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
+use sea_orm::{ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{Value, json};
 use vitrina::config::{ListConfig, Settings, SizeConfig};
 
@@ -330,4 +331,57 @@ async fn the_largest_entry_limits_that_can_be_set_still_read() {
         assert_eq!(answer.data.len(), 1, "{path}");
         assert_eq!(answer.truncated.as_deref(), Some("false"), "{path}");
     }
+}
+
+/// A snapshot reads its lists before it takes the write lock. SQLite has
+/// one writer at a time, and at 1,000,000 products the lists take seconds
+/// to read: read under the lock, they made every upload, merge and quota
+/// charge of that time wait, and fail. Here another transaction holds the
+/// lock the snapshot's writes need (SQLite: a write transaction;
+/// PostgreSQL: the snapshot table's) while the snapshot runs: every list
+/// is read meanwhile, and the snapshot is written once the lock is let go.
+#[tokio::test]
+async fn a_snapshot_reads_its_lists_before_it_takes_the_write_lock() {
+    let app = TestApp::spawn().await;
+    let key = app.key("acme").await;
+    send(&app, &key, vec![item("1"), item("2")]).await;
+    app.jobs().tick().await.expect("tick");
+    let day = test_start().date_naive() + chrono::Days::new(1);
+    let lists = Marketplace::ALL.len() * 2 + 1;
+    let reads = |from| {
+        app.statement_texts(from)
+            .iter()
+            .filter(|s| s.contains("FROM \"products\"") && s.contains("GROUP BY"))
+            .count()
+    };
+
+    let holder = vitrina::db::begin_write(&app.db).await.unwrap();
+    if app.db.get_database_backend() == DbBackend::Postgres {
+        holder
+            .execute_unprepared("LOCK TABLE category_snapshots IN EXCLUSIVE MODE")
+            .await
+            .unwrap();
+    }
+    let from = app.statements();
+    let db = app.db.clone();
+    let snapshot = tokio::spawn(async move { vitrina::jobs::snapshots::compute(&db, day).await });
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while reads(from) < lists && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        reads(from),
+        lists,
+        "every list is read while the lock is held"
+    );
+    assert!(!snapshot.is_finished(), "the snapshot waits for the lock");
+    holder.rollback().await.unwrap();
+    snapshot.await.unwrap().expect("the snapshot");
+
+    let written = category_snapshot::Entity::find()
+        .filter(category_snapshot::Column::SnapshotDate.eq(day))
+        .count(&app.db)
+        .await
+        .unwrap();
+    assert!(written > 0, "the snapshot is written");
 }
