@@ -65,10 +65,11 @@ const RECENT: &str = "recent";
 /// `matched` holds: only those products can have moved. Read once, as a
 /// materialized `WITH`, for the two things they tell: which products to
 /// read the older history of, and each variant's first price after
-/// `since`. Read twice, and the products found by a hash join over the
-/// whole history (the planner expecting three times the products there
-/// were), a category of 1,000,000 products took 4.4 s on PostgreSQL, most
-/// of it in three scans of `price_observations` (bench/README.md).
+/// `since`. They used to be read twice, and the older history found by a
+/// hash join over the whole table (the planner expected three times the
+/// products there were): a category of 1,000,000 products took 4.4 s on
+/// PostgreSQL, most of it in three scans of `price_observations`
+/// (bench/README.md).
 fn recent(matched: SelectStatement, args: &MoversArgs) -> CommonTableExpression {
     use price_observation::Column;
     let observed = Query::select()
