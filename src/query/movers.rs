@@ -16,7 +16,7 @@ use entity::price_observation;
 use sea_orm::sea_query::{
     Alias, CommonTableExpression, Expr, Order, Query, SelectStatement, UnionType, WithClause,
 };
-use sea_orm::{ColumnTrait, ConnectionTrait, ExprTrait, FromQueryResult};
+use sea_orm::{ColumnTrait, ConnectionTrait, ExprTrait, FromQueryResult, IdenStatic};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -99,23 +99,25 @@ const VARIANT: [price_observation::Column; 3] = [
     price_observation::Column::UserAuthStatus,
 ];
 
+/// A window over each variant of each product, in `order`.
+fn per_variant(order: &str) -> String {
+    let variant = VARIANT.map(|column| column.as_str()).join(", ");
+    format!("ROW_NUMBER() OVER (PARTITION BY product_id, {variant} ORDER BY {order})")
+}
+
 /// The observations in the currency of the products [`recent`] holds,
 /// `side` 0 at or before `since` (`nth` 1 the last) and 1 after it (`nth` 1
 /// the first), ranked within each variant. The older history is read
 /// product by product (`price_observations_history`).
 fn ranked(args: &MoversArgs) -> SelectStatement {
     use price_observation::Column;
-    let variant = "PARTITION BY product_id, country_code, region_code, user_auth_status";
     let side = |side: i32, order: &str| {
         let mut select = Query::select();
         select
             .columns([Column::ProductId, Column::Price, Column::RecordedAt])
             .columns(VARIANT)
             .expr_as(Expr::val(side), Alias::new("side"))
-            .expr_as(
-                Expr::cust(format!("ROW_NUMBER() OVER ({variant} ORDER BY {order})")),
-                Alias::new("nth"),
-            );
+            .expr_as(Expr::cust(per_variant(order)), Alias::new("nth"));
         select
     };
     let moved = Query::select()
@@ -150,13 +152,7 @@ pub async fn price_movers(
     // Each variant's price at `since`: its first row, before before after.
     let at_since = Query::select()
         .columns(["product_id", "price", "side", "recorded_at"].map(Alias::new))
-        .expr_as(
-            Expr::cust(
-                "ROW_NUMBER() OVER (PARTITION BY product_id, country_code, region_code, \
-                 user_auth_status ORDER BY side, nth)",
-            ),
-            Alias::new("pick"),
-        )
+        .expr_as(Expr::cust(per_variant("side, nth")), Alias::new("pick"))
         .from_subquery(ranked(args), Alias::new("ranked"))
         .and_where(
             Expr::col(Alias::new("nth"))
