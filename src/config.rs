@@ -32,12 +32,31 @@ pub struct DatabaseConfig {
     #[arg(long, env = "VITRINA_DB_WAIT_MS", default_value_t = DEFAULT_DB_WAIT_MS,
         value_parser = clap::value_parser!(u64).range(1..), global = true)]
     pub db_wait_ms: u64,
+
+    /// Parallel workers one PostgreSQL statement of Vitrina's may start
+    /// (`max_parallel_workers_per_gather`, set as each connection opens).
+    /// With 0 each statement runs on one backend, as its database time is
+    /// charged; more makes trends over broad filters faster on a server
+    /// with cores to spare. Ignored on SQLite.
+    #[arg(long, env = "VITRINA_DB_PARALLEL_WORKERS", default_value_t = DEFAULT_DB_PARALLEL_WORKERS,
+        value_parser = clap::value_parser!(u32).range(..=1024), global = true)]
+    pub db_parallel_workers: u32,
 }
 
 /// Milliseconds a statement waits for a connection, and for a lock, when
 /// `VITRINA_DB_WAIT_MS` is not set: long enough to ride out a merge batch
 /// holding SQLite's write lock or a PostgreSQL restart of a second or two.
 pub const DEFAULT_DB_WAIT_MS: u64 = 3_000;
+
+/// Parallel workers a PostgreSQL statement may start when
+/// `VITRINA_DB_PARALLEL_WORKERS` is not set. A worker's CPU is not in the
+/// statement's time, which the database-time budget charges, so a key's
+/// parallel trend could take every core of the database while charged for
+/// one. And a page walk that stops after a page of rows is estimated as a
+/// walk of the whole index when the planner underrates the filter: at
+/// 1,000,000 products a REST page by `name_contains` started two workers
+/// (11-14 ms against 4.6 ms alone; bench/README.md, "Parallel workers").
+pub const DEFAULT_DB_PARALLEL_WORKERS: u32 = 0;
 
 /// Longest client request id kept when `VITRINA_HTTP_MAX_REQUEST_ID_CHARS`
 /// is not set: twice a W3C `traceparent` (55), room for any id scheme in

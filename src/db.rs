@@ -78,6 +78,7 @@ async fn open(config: &DatabaseConfig, create: bool) -> Result<DatabaseConnectio
         _ => {}
     }
     let wait = Duration::from_millis(config.db_wait_ms);
+    let workers = config.db_parallel_workers;
     let mut options = ConnectOptions::new(url.to_owned());
     options
         .max_connections(pool_size(config.db_max_connections, backend))
@@ -93,6 +94,7 @@ async fn open(config: &DatabaseConfig, create: bool) -> Result<DatabaseConnectio
             opts.options([
                 ("lock_timeout", format!("{}ms", wait.as_millis())),
                 ("jit", JIT.to_owned()),
+                ("max_parallel_workers_per_gather", workers.to_string()),
             ])
         })
         .map_sqlx_sqlite_opts(move |opts| {

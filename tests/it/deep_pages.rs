@@ -691,3 +691,54 @@ async fn a_page_priced_as_on_a_large_catalog_is_not_compiled() {
         assert!(compiled("SET LOCAL jit_above_cost = 0; SET LOCAL jit = on").await);
     }
 }
+
+/// PostgreSQL starts no parallel workers for the service's statements by
+/// default: a page walk that stops after a page of rows is estimated as a
+/// walk of the whole index when the planner underrates its filter, and at
+/// 1,000,000 products a page of 100 by a common name part started two
+/// workers, more than twice the walk's own time. Here starting workers is
+/// priced at nothing, so any plan that could use them would: on the
+/// service's connection the page has none; allowed two, it has a gather.
+/// `VITRINA_DB_PARALLEL_WORKERS` gives a connection that many.
+#[tokio::test]
+async fn a_page_starts_no_parallel_workers() {
+    let (app, key) = demo(ListConfig::default()).await;
+    if app.db.get_database_backend() != DbBackend::Postgres {
+        return; // SQLite runs each statement on its own connection's thread.
+    }
+    let from = app.statements();
+    app.json_as(&key, &format!("/v1/products?page_size={SIZE}"))
+        .await;
+    let statement = app.statement_reading(from, "products");
+    let free = "SET LOCAL parallel_setup_cost = 0; SET LOCAL parallel_tuple_cost = 0; \
+                SET LOCAL min_parallel_index_scan_size = 0; \
+                SET LOCAL min_parallel_table_scan_size = 0";
+    let gathers = |setting: String| {
+        let (app, statement) = (&app, &statement);
+        async move {
+            let plan = json_plan(app, "", statement, &setting).await;
+            plan_nodes(&plan)
+                .iter()
+                .filter(|node| node["Node Type"].as_str().unwrap().starts_with("Gather"))
+                .count()
+        }
+    };
+    assert_eq!(gathers(free.to_owned()).await, 0);
+    let allowed = format!("{free}; SET LOCAL max_parallel_workers_per_gather = 2");
+    assert!(gathers(allowed).await > 0);
+
+    let mut config = app.database_config();
+    config.db_parallel_workers = 2;
+    let configured = vitrina::db::connect(&config).await.unwrap();
+    let workers = configured
+        .query_one_raw(Statement::from_string(
+            DbBackend::Postgres,
+            "SELECT current_setting('max_parallel_workers_per_gather')",
+        ))
+        .await
+        .unwrap()
+        .unwrap()
+        .try_get_by_index::<String>(0)
+        .unwrap();
+    assert_eq!(workers, "2");
+}

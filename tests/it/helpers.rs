@@ -112,6 +112,7 @@ impl TestDb {
             database_url: self.url.clone(),
             db_max_connections: Some(8),
             db_wait_ms: vitrina::config::DEFAULT_DB_WAIT_MS,
+            db_parallel_workers: vitrina::config::DEFAULT_DB_PARALLEL_WORKERS,
         }
     }
 
@@ -401,6 +402,11 @@ impl TestApp {
             most = most.max(now);
         }
         most as usize
+    }
+
+    /// The database settings the app connected with.
+    pub fn database_config(&self) -> DatabaseConfig {
+        self.test_db.config()
     }
 
     /// The one statement since the first `from` that reads `table`.
