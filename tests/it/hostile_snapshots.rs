@@ -11,7 +11,10 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use entity::{Marketplace, category_snapshot};
-use sea_orm::{ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, PaginatorTrait, QueryFilter};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, PaginatorTrait, QueryFilter, Statement,
+    TransactionTrait,
+};
 use serde_json::{Value, json};
 use vitrina::config::{ListConfig, Settings, SizeConfig};
 
@@ -384,4 +387,65 @@ async fn a_snapshot_reads_its_lists_before_it_takes_the_write_lock() {
         .await
         .unwrap();
     assert!(written > 0, "the snapshot is written");
+}
+
+/// A day's snapshot is replaced whole: its old rows are deleted and the
+/// new ones written in one transaction, so a reader sees the old lists or
+/// the new ones, never a day with some of its lists gone. Here the
+/// snapshot is held between its two deletes (PostgreSQL: another
+/// transaction holds the brand list's table), and the day's category
+/// list still reads as it was.
+#[tokio::test]
+async fn a_snapshot_being_replaced_reads_whole() {
+    let app = TestApp::spawn().await;
+    if app.db.get_database_backend() != DbBackend::Postgres {
+        return; // SQLite: one writer, and readers see only what it committed.
+    }
+    let key = app.key("acme").await;
+    send(&app, &key, vec![item("1"), item("2")]).await;
+    app.jobs().tick().await.expect("tick");
+    let day = test_start().date_naive() + chrono::Days::new(1);
+    let categories = || async {
+        category_snapshot::Entity::find()
+            .filter(category_snapshot::Column::SnapshotDate.eq(day))
+            .count(&app.db)
+            .await
+            .unwrap()
+    };
+    vitrina::jobs::snapshots::compute(&app.db, day)
+        .await
+        .unwrap();
+    let written = categories().await;
+    assert!(written > 0, "the first snapshot is written");
+
+    let holder = app.db.begin().await.unwrap();
+    holder
+        .execute_unprepared("LOCK TABLE brand_snapshots IN EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    // Its own connection waits for the lock longer than the test takes.
+    let mut config = app.database_config();
+    config.db_wait_ms = 60_000;
+    let db = vitrina::db::connect(&config).await.unwrap();
+    let snapshot = tokio::spawn(async move { vitrina::jobs::snapshots::compute(&db, day).await });
+    let waiting = "SELECT count(*) FROM pg_locks \
+                   WHERE relation = 'brand_snapshots'::regclass AND NOT granted";
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let row = app
+            .db
+            .query_one_raw(Statement::from_string(DbBackend::Postgres, waiting))
+            .await
+            .unwrap()
+            .unwrap();
+        if row.try_get_by_index::<i64>(0).unwrap() > 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the snapshot reaches its brands");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(categories().await, written, "the old lists read whole");
+    holder.rollback().await.unwrap();
+    snapshot.await.unwrap().expect("the snapshot");
+    assert_eq!(categories().await, written, "the new lists are written");
 }
