@@ -11,6 +11,7 @@ pub mod counts;
 pub mod estimate;
 pub mod keyset;
 pub mod leading;
+pub mod literal_limits;
 pub mod movers;
 pub mod name_parts;
 pub mod order;

@@ -882,7 +882,8 @@ async fn run(
     let mut total = None;
     let mut order_prices = HashMap::new();
     let backend = ConnectionTrait::get_database_backend(db);
-    let stream = db.stream_raw(backend.build(&page.statement)).await?;
+    let built = super::literal_limits::literal_limits(backend.build(&page.statement));
+    let stream = db.stream_raw(built).await?;
     let mut stream = std::pin::pin!(stream);
     while let Some(row) = stream.try_next().await? {
         let product = product::Model::from_query_result(&row, "")?;

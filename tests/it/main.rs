@@ -52,6 +52,7 @@ mod known_keys;
 mod merge_outage;
 mod metrics;
 mod modules;
+mod page_plans;
 mod pipeline;
 mod playground;
 mod playground_cdn;
