@@ -676,17 +676,7 @@ async fn a_page_priced_as_on_a_large_catalog_is_not_compiled() {
     };
     assert!(!compiled("SET LOCAL jit_above_cost = 0").await);
 
-    let available = app
-        .db
-        .query_one_raw(Statement::from_string(
-            DbBackend::Postgres,
-            "SELECT pg_jit_available()",
-        ))
-        .await
-        .unwrap()
-        .unwrap()
-        .try_get_by_index::<bool>(0)
-        .unwrap();
+    let available: bool = postgres_value(&app.db, "SELECT pg_jit_available()").await;
     if available {
         assert!(compiled("SET LOCAL jit_above_cost = 0; SET LOCAL jit = on").await);
     }
@@ -730,15 +720,20 @@ async fn a_page_starts_no_parallel_workers() {
     let mut config = app.database_config();
     config.db_parallel_workers = 2;
     let configured = vitrina::db::connect(&config).await.unwrap();
-    let workers = configured
-        .query_one_raw(Statement::from_string(
-            DbBackend::Postgres,
-            "SELECT current_setting('max_parallel_workers_per_gather')",
-        ))
+    let workers: String = postgres_value(
+        &configured,
+        "SELECT current_setting('max_parallel_workers_per_gather')",
+    )
+    .await;
+    assert_eq!(workers, "2");
+}
+
+/// The one value `sql` answers on PostgreSQL.
+async fn postgres_value<T: sea_orm::TryGetable>(db: &impl ConnectionTrait, sql: &str) -> T {
+    db.query_one_raw(Statement::from_string(DbBackend::Postgres, sql))
         .await
         .unwrap()
+        .expect("one row")
+        .try_get_by_index::<T>(0)
         .unwrap()
-        .try_get_by_index::<String>(0)
-        .unwrap();
-    assert_eq!(workers, "2");
 }
